@@ -1,0 +1,34 @@
+# Two entry points (see README): `make run` and `make test`. Both create the virtual
+# environment on first use and (re)install when pyproject.toml changes.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint typecheck unit clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+## The main job: model-check every named scenario against its expected outcome.
+run: $(STAMP)
+	$(BIN)/kafkaspec check --all
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy --strict spec reference impl conformance spark_checks kafkaspec tests bench
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest
+
+## Everything CI runs: lint, strict typing, then the whole test suite.
+test: lint typecheck unit
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -1,0 +1,1 @@
+"""conformance: arrives with its own issue (see ARCHITECTURE.md)."""

@@ -1,0 +1,1 @@
+"""impl: arrives with its own issue (see ARCHITECTURE.md)."""

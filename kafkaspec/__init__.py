@@ -1,0 +1,1 @@
+"""The `kafkaspec` command-line tool."""

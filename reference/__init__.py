@@ -1,0 +1,1 @@
+"""reference: arrives with its own issue (see ARCHITECTURE.md)."""

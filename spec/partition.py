@@ -1,0 +1,984 @@
+"""One partition replicated on R brokers: produce, replicate, commit, fail, elect, truncate.
+
+What it is
+    The state machine of a single Kafka partition in the ZooKeeper-controller era, the
+    setting of KIP-101/279/320. It composes the replica log (`spec.log`), the ISR and high
+    watermark rules (`spec.isr`) and follower truncation (`spec.truncation`) with a
+    placeholder controller (the full controller is its own spec). Every action is a pure
+    function `PartitionState -> PartitionState | None`: None means "not enabled here".
+    All non-determinism is in which action is chosen and in its explicit parameters.
+
+Actions (names follow the TLA+ specs: actor, then verb)
+    ProducerSend                  a producer appends one record through a replica that acts as leader
+    LeaderHandleFetch             the leader answers a follower's fetch (updates its LEO, ISR, HW)
+    FollowerHandleFetchResponse   the follower appends what it fetched and adopts the leader's HW
+    FollowerTruncate              a new follower removes its unconfirmed suffix (rule: `truncation`)
+    LeaderShrinkIsr               the leader drops a follower that lagged `replica.lag.time.max.ms`
+    ClockTick                     time passes (followers' lag ages grow)
+    ControllerMoveLeadership      preferred / reassignment / controlled-shutdown election (clean)
+    BrokerCrash                   a broker dies, possibly losing its unflushed suffix; the
+                                  controller sees it at once (ZooKeeper session expiry folded in),
+                                  removes it from the ISR and elects a new leader if needed
+    BrokerRestart                 the broker comes back with what its disk kept; the controller
+                                  elects it if the partition is offline and it is eligible
+    ReplicaBecomeLeaderOrFollower a broker applies the controller's newest LeaderAndIsr
+    LeaderAdvanceLogStartOffset   retention deletes the oldest records (only with `retention`)
+
+What is abstracted
+    LeaderAndIsr propagation is "apply the controller's newest state" (Kafka brokers ignore
+    stale requests, so only the newest matters); a replica may lag behind it, which is how
+    zombie leaders arise. Each follower has at most one fetch in flight; a fetch returns
+    everything from the fetch offset. The high-watermark checkpoint is current at a crash
+    (a lagging checkpoint only makes the legacy rule lose more).
+
+Ghost state
+    `History` is not part of Kafka; it records what clients were promised (acknowledged
+    writes, committed and consumer-visible records) so invariants can say "never lost".
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+
+from spec import isr as isr_rules
+from spec.log import (
+    EMPTY_LOG,
+    ReplicaLog,
+    advance_log_start_offset,
+    append,
+    assign_epoch,
+    epoch_start_offset,
+    log_is_well_formed,
+    readable_records,
+    record_at,
+    records_from,
+    recover_after_crash,
+    truncate_fully_and_start_at,
+    truncate_to,
+    with_high_watermark,
+)
+from spec.truncation import epoch_truncation_offset, high_watermark_truncation_offset
+from spec._hashing import cache_hash
+from spec.types import UNDEFINED_EPOCH, Acks, ErrorCode, Record, ReplicaId, TruncationRule
+
+# ---------------------------------------------------------------------------------------
+# Configuration
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionConfig:
+    """Kafka settings and exploration bounds of one model-checking run."""
+
+    replication_factor: int = 2  # replicas, on brokers 0..R-1; broker 0 leads first
+    min_insync_replicas: int = 1  # min.insync.replicas
+    producer_acks: tuple[Acks, ...] = (Acks.ALL,)  # the acks settings producers use
+    unclean_leader_election: bool = False  # unclean.leader.election.enable
+    truncation: TruncationRule = TruncationRule.LEADER_EPOCH
+    replica_lag_ticks: int = 0  # replica.lag.time.max.ms in clock ticks: 0 = one tick is the whole lag period
+    max_records: int = 2  # bound: records produced
+    max_leader_moves: int = 3  # bound: ControllerMoveLeadership elections
+    max_crashes: int = 2  # bound: broker crashes
+    max_lossy_crashes: int = 0  # bound: crashes that lose the unflushed suffix of the log
+    controller_elections: bool = True  # explore preferred/reassignment elections
+    retention: bool = False  # explore retention moving the log start offset
+
+    @property
+    def replica_ids(self) -> tuple[ReplicaId, ...]:
+        """The partition's replica assignment, in assignment order."""
+        return tuple(ReplicaId(index) for index in range(self.replication_factor))
+
+
+# ---------------------------------------------------------------------------------------
+# State
+# ---------------------------------------------------------------------------------------
+
+
+class Role(enum.Enum):
+    """What a broker believes its replica is."""
+
+    LEADER = "leader"
+    FOLLOWER = "follower"
+    UNKNOWN = "unknown"  # restarted, waiting for the controller's LeaderAndIsr
+
+
+class FetchPhase(enum.Enum):
+    """A follower's fetcher state (`AbstractFetcherThread`'s Truncating / Fetching)."""
+
+    TRUNCATING = "truncating"  # must find where its log diverges before fetching
+    FETCHING = "fetching"
+
+
+@dataclass(frozen=True, slots=True)
+class FollowerProgress:
+    """The leader's view of one follower (Kafka's `Replica` state on the leader)."""
+
+    log_end_offset: int | None  # the follower's last fetch offset; None until it fetched in this epoch
+    ticks_since_caught_up: int  # capped at replica_lag_ticks + 1 (only "lagging or not" matters)
+
+
+@cache_hash
+@dataclass(frozen=True, slots=True)
+class FetchResponse:
+    """A fetch response on its way from the leader to a follower."""
+
+    leader_epoch: int  # the epoch the leader answered in (responses from another epoch are dropped)
+    error: ErrorCode  # NONE or OFFSET_OUT_OF_RANGE
+    fetch_offset: int
+    records: tuple[Record, ...]
+    leader_high_watermark: int
+    leader_log_start_offset: int
+    leader_log_end_offset: int
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+
+@cache_hash
+@dataclass(frozen=True, slots=True)
+class Replica:
+    """One broker's replica of the partition: its disk (log) and its memory (the rest)."""
+
+    alive: bool = True
+    log: ReplicaLog = EMPTY_LOG  # survives crashes, minus an unflushed suffix
+    leader_epoch: int = UNDEFINED_EPOCH  # epoch of the newest LeaderAndIsr applied
+    role: Role = Role.UNKNOWN
+    leader: ReplicaId | None = None  # whom it follows (itself when leader)
+    isr: frozenset[ReplicaId] = frozenset()  # the leader's cached ISR
+    phase: FetchPhase = FetchPhase.TRUNCATING  # follower only
+    progress: tuple[FollowerProgress | None, ...] = ()  # leader only, indexed by replica id
+    waiting_acks_all: tuple[tuple[int, int], ...] = ()  # leader only: (offset, value) awaiting HW
+    fetch_in_flight: FetchResponse | None = None  # follower only
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerState:
+    """The partition state the controller keeps in ZooKeeper (`LeaderIsrAndControllerEpoch`)."""
+
+    leader: ReplicaId | None  # None: no eligible replica is alive (the partition is offline)
+    leader_epoch: int  # bumped by every election and by every ISR removal the controller makes
+    isr: frozenset[ReplicaId]  # never empty: the last member stays even when it dies
+    elections_moved: int = 0  # ControllerMoveLeadership steps taken (bounded)
+
+
+@cache_hash
+@dataclass(frozen=True, slots=True)
+class History:
+    """Ghost state: what clients were told and what they could have seen."""
+
+    next_value: int = 0  # values are unique: the next produced record gets this one
+    acknowledged: frozenset[tuple[int, int]] = frozenset()  # (offset, value) acked with acks=1 or all
+    acknowledged_all: frozenset[tuple[int, int]] = frozenset()  # acked successfully with acks=all
+    committed: frozenset[tuple[int, int]] = frozenset()  # ever below the true leader's HW
+    consumable: frozenset[tuple[int, int]] = frozenset()  # ever below any acting leader's HW
+    crashes: int = 0
+    lossy_crashes: int = 0  # crashes in which a log lost its unflushed suffix
+    unclean_elections: int = 0
+    produce_rejections: int = 0  # NOT_ENOUGH_REPLICAS answers, capped at 1
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+
+@cache_hash
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    """The whole system: every replica, the controller's partition state, the ghost history."""
+
+    replicas: tuple[Replica, ...]
+    controller: ControllerState
+    history: History = field(default_factory=History)
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+
+def initial_state(config: PartitionConfig) -> PartitionState:
+    """Partition just created: all logs empty, broker 0 leads epoch 0 with the full ISR.
+
+    Broker 0 is the first replica of the assignment (partition placement puts partition i's
+    leader on broker i mod n). Every broker has already applied the first LeaderAndIsr.
+    """
+    everyone = frozenset(config.replica_ids)
+    controller = ControllerState(leader=ReplicaId(0), leader_epoch=0, isr=everyone)
+    unapplied = tuple(Replica() for _ in config.replica_ids)
+    state = PartitionState(replicas=unapplied, controller=controller)
+    for replica_id in config.replica_ids:
+        applied = replica_become_leader_or_follower(config, state, ReplicaBecomeLeaderOrFollower(replica_id))
+        assert applied is not None
+        state = applied
+    # Nothing to truncate in an empty log: followers start fetching directly.
+    replicas = tuple(
+        replace(replica, phase=FetchPhase.FETCHING) if replica.role is Role.FOLLOWER else replica
+        for replica in state.replicas
+    )
+    return replace(state, replicas=replicas)
+
+
+# ---------------------------------------------------------------------------------------
+# Actions
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerSend:
+    """A producer sends one record with `acks` to `leader` (which must act as leader)."""
+
+    leader: ReplicaId
+    acks: Acks
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderHandleFetch:
+    """`follower`'s leader handles its fetch request."""
+
+    follower: ReplicaId
+
+
+@dataclass(frozen=True, slots=True)
+class FollowerHandleFetchResponse:
+    """`follower` processes the fetch response in flight to it."""
+
+    follower: ReplicaId
+
+
+@dataclass(frozen=True, slots=True)
+class FollowerTruncate:
+    """`follower` truncates its log before fetching in a new epoch."""
+
+    follower: ReplicaId
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderShrinkIsr:
+    """`leader` removes the lagging `follower` from the ISR."""
+
+    leader: ReplicaId
+    follower: ReplicaId
+
+
+@dataclass(frozen=True, slots=True)
+class ClockTick:
+    """Logical time passes for every leader's lag tracking."""
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerMoveLeadership:
+    """The controller moves leadership to `new_leader`, a live ISR member (clean election)."""
+
+    new_leader: ReplicaId
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerCrash:
+    """`replica`'s broker dies; its disk keeps offsets below `surviving_end`."""
+
+    replica: ReplicaId
+    surviving_end: int
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRestart:
+    """`replica`'s broker starts again and registers with the controller."""
+
+    replica: ReplicaId
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaBecomeLeaderOrFollower:
+    """`replica` applies the controller's newest LeaderAndIsr."""
+
+    replica: ReplicaId
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAdvanceLogStartOffset:
+    """Retention on `leader` deletes records below `new_start` (at most its HW)."""
+
+    leader: ReplicaId
+    new_start: int
+
+
+Action = (
+    ProducerSend
+    | LeaderHandleFetch
+    | FollowerHandleFetchResponse
+    | FollowerTruncate
+    | LeaderShrinkIsr
+    | ClockTick
+    | ControllerMoveLeadership
+    | BrokerCrash
+    | BrokerRestart
+    | ReplicaBecomeLeaderOrFollower
+    | LeaderAdvanceLogStartOffset
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------------------
+
+
+def _with_replica(state: PartitionState, replica_id: ReplicaId, replica: Replica) -> PartitionState:
+    replicas = (*state.replicas[:replica_id], replica, *state.replicas[replica_id + 1:])
+    return PartitionState(replicas, state.controller, state.history)
+
+
+def acts_as_leader(state: PartitionState, replica_id: ReplicaId) -> bool:
+    """The broker is alive and believes it leads (possibly a zombie on an old epoch)."""
+    replica = state.replicas[replica_id]
+    return replica.alive and replica.role is Role.LEADER
+
+
+def true_leader(state: PartitionState) -> ReplicaId | None:
+    """The leader the controller elected, once it has taken up leadership in that epoch."""
+    leader = state.controller.leader
+    if leader is None:
+        return None
+    replica = state.replicas[leader]
+    if acts_as_leader(state, leader) and replica.leader_epoch == state.controller.leader_epoch:
+        return leader
+    return None
+
+
+def _is_true_leader(state: PartitionState, replica_id: ReplicaId) -> bool:
+    """Only the leader of the controller's current epoch can change the ISR in ZooKeeper
+    (its conditional write fails otherwise: the zkVersion check)."""
+    return true_leader(state) == replica_id
+
+
+def _lag_cap(config: PartitionConfig) -> int:
+    return config.replica_lag_ticks + 1
+
+
+def _advance_leader_high_watermark(config: PartitionConfig, state: PartitionState,
+                                   leader_id: ReplicaId) -> PartitionState:
+    """Recompute the leader's HW, answer acks=all requests it passed, record visibility."""
+    leader = state.replicas[leader_id]
+    if not leader.waiting_acks_all and leader.log.high_watermark == leader.log.log_end_offset:
+        return _record_visibility(state, leader_id)  # the HW cannot move and nothing waits
+    follower_ends = tuple(
+        progress.log_end_offset if progress is not None else None
+        for member, progress in enumerate(leader.progress)
+        if member != leader_id and ReplicaId(member) in leader.isr
+    )
+    new_hw = isr_rules.leader_high_watermark(leader.log.high_watermark, leader.log.log_end_offset, follower_ends)
+    log = with_high_watermark(leader.log, new_hw)
+    history = state.history
+    still_waiting: list[tuple[int, int]] = []
+    acked: set[tuple[int, int]] = set()
+    for offset, value in leader.waiting_acks_all:
+        answer = isr_rules.acks_all_completion(offset, log.high_watermark, len(leader.isr),
+                                               config.min_insync_replicas)
+        if answer is None:
+            still_waiting.append((offset, value))
+        elif answer is ErrorCode.NONE:
+            acked.add((offset, value))
+    if acked:
+        history = replace(history, acknowledged=history.acknowledged | acked,
+                          acknowledged_all=history.acknowledged_all | acked)
+    leader = replace(leader, log=log, waiting_acks_all=tuple(still_waiting))
+    state = replace(_with_replica(state, leader_id, leader), history=history)
+    return _record_visibility(state, leader_id)
+
+
+def _record_visibility(state: PartitionState, leader_id: ReplicaId) -> PartitionState:
+    """Add what is now below `leader_id`'s HW to the ghost sets (consumers could read it)."""
+    readable = frozenset((offset, record.value) for offset, record in readable_records(state.replicas[leader_id].log))
+    history = state.history
+    consumable = history.consumable | readable
+    committed = history.committed | readable if _is_true_leader(state, leader_id) else history.committed
+    if consumable == history.consumable and committed == history.committed:
+        return state
+    return replace(state, history=replace(history, consumable=consumable, committed=committed))
+
+
+def _elect_offline_leader(config: PartitionConfig, isr: frozenset[ReplicaId],
+                          alive: Callable[[ReplicaId], bool]) -> tuple[ReplicaId | None, frozenset[ReplicaId], bool]:
+    """`OfflinePartitionLeaderElectionStrategy`: the first live ISR member in assignment
+    order; else, if unclean election is enabled, the first live replica with ISR := {it}.
+    Returns (leader or None, ISR, whether the election was unclean)."""
+    for candidate in config.replica_ids:
+        if candidate in isr and alive(candidate):
+            return candidate, isr, False
+    if config.unclean_leader_election:
+        for candidate in config.replica_ids:
+            if alive(candidate):
+                return candidate, frozenset({candidate}), True
+    return None, isr, False
+
+
+# ---------------------------------------------------------------------------------------
+# One function per action
+# ---------------------------------------------------------------------------------------
+
+
+def producer_send(config: PartitionConfig, state: PartitionState, action: ProducerSend) -> PartitionState | None:
+    """Append one record to a replica acting as leader (`Partition.appendRecordsToLeader`).
+
+    acks=all is refused with NOT_ENOUGH_REPLICAS when the leader's ISR is smaller than
+    `min.insync.replicas`; nothing is appended then. acks=1 is acknowledged on append;
+    acks=all waits for the HW. A zombie leader (an old epoch it has not learned is over)
+    accepts writes too: that is how acks=1 writes get lost.
+    """
+    if not acts_as_leader(state, action.leader) or action.acks not in config.producer_acks:
+        return None
+    if state.history.next_value >= config.max_records:
+        return None
+    leader = state.replicas[action.leader]
+    admission = isr_rules.produce_admission(action.acks, len(leader.isr), config.min_insync_replicas)
+    if admission is ErrorCode.NOT_ENOUGH_REPLICAS:
+        if state.history.produce_rejections:
+            return None  # a second rejection teaches nothing new
+        return replace(state, history=replace(state.history, produce_rejections=1))
+    value = state.history.next_value
+    offset = leader.log.log_end_offset
+    leader = replace(leader, log=append(leader.log, (Record(leader.leader_epoch, value),)))
+    history = replace(state.history, next_value=value + 1)
+    if action.acks is Acks.LEADER:
+        history = replace(history, acknowledged=history.acknowledged | {(offset, value)})
+    elif action.acks is Acks.ALL:
+        leader = replace(leader, waiting_acks_all=(*leader.waiting_acks_all, (offset, value)))
+    state = replace(_with_replica(state, action.leader, leader), history=history)
+    return _advance_leader_high_watermark(config, state, action.leader)
+
+
+def leader_handle_fetch(config: PartitionConfig, state: PartitionState,
+                        action: LeaderHandleFetch) -> PartitionState | None:
+    """The leader answers a follower's fetch at the follower's LEO (`Partition.fetchRecords`).
+
+    Fenced by leader epoch (KIP-320): the request carries the follower's epoch and a leader
+    on another epoch answers FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH, which changes
+    nothing, so the action is simply not enabled then. A fetch beyond the leader's log end or
+    below its log start gets OFFSET_OUT_OF_RANGE. Otherwise the leader records the
+    follower's LEO, resets its lag when it reached the leader's LEO, adds it to the ISR when
+    it reached the HW and the epoch start (only the true leader can write the ISR), advances
+    the HW and sends back the records from the fetch offset with the new HW.
+    """
+    follower = state.replicas[action.follower]
+    if not follower.alive or follower.role is not Role.FOLLOWER or follower.phase is not FetchPhase.FETCHING:
+        return None
+    if follower.fetch_in_flight is not None or follower.leader is None:
+        return None
+    leader_id = follower.leader
+    leader = state.replicas[leader_id]
+    if not acts_as_leader(state, leader_id) or leader.leader_epoch != follower.leader_epoch:
+        return None
+    fetch_offset = follower.log.log_end_offset
+    if fetch_offset > leader.log.log_end_offset or fetch_offset < leader.log.log_start_offset:
+        response = FetchResponse(leader.leader_epoch, ErrorCode.OFFSET_OUT_OF_RANGE, fetch_offset, (),
+                                 leader.log.high_watermark, leader.log.log_start_offset, leader.log.log_end_offset)
+        return _with_replica(state, action.follower, replace(follower, fetch_in_flight=response))
+    previous = leader.progress[action.follower]
+    if fetch_offset >= leader.log.log_end_offset:
+        ticks = 0
+    elif previous is not None and action.follower in leader.isr:
+        ticks = previous.ticks_since_caught_up
+    else:
+        ticks = _lag_cap(config)
+    progress = list(leader.progress)
+    progress[action.follower] = FollowerProgress(fetch_offset, ticks)
+    leader = replace(leader, progress=tuple(progress))
+    if action.follower not in leader.isr and _is_true_leader(state, leader_id):
+        epoch_start = epoch_start_offset(leader.log.epoch_cache, leader.leader_epoch)
+        if isr_rules.may_join_isr(fetch_offset, leader.log.high_watermark, epoch_start or 0):
+            leader = replace(leader, isr=leader.isr | {action.follower})
+            state = replace(state, controller=replace(state.controller, isr=leader.isr))
+    state = _advance_leader_high_watermark(config, _with_replica(state, leader_id, leader), leader_id)
+    leader = state.replicas[leader_id]
+    response = FetchResponse(leader.leader_epoch, ErrorCode.NONE, fetch_offset, records_from(leader.log, fetch_offset),
+                             leader.log.high_watermark, leader.log.log_start_offset, leader.log.log_end_offset)
+    return _with_replica(state, action.follower, replace(follower, fetch_in_flight=response))
+
+
+def follower_handle_fetch_response(config: PartitionConfig, state: PartitionState,
+                                   action: FollowerHandleFetchResponse) -> PartitionState | None:
+    """The follower processes its fetch response (`ReplicaFetcherThread.processPartitionData`).
+
+    A response from another epoch is dropped. On OFFSET_OUT_OF_RANGE the follower truncates
+    to the leader's log end when it is ahead of it, or restarts its log at the leader's log
+    start when it is behind it. Otherwise it appends the records, sets HW := min(leader HW,
+    own LEO) and moves its log start up to the leader's.
+    """
+    follower = state.replicas[action.follower]
+    response = follower.fetch_in_flight
+    if not follower.alive or response is None:
+        return None
+    follower = replace(follower, fetch_in_flight=None)
+    if response.leader_epoch != follower.leader_epoch or follower.phase is not FetchPhase.FETCHING:
+        return _with_replica(state, action.follower, follower)
+    log = follower.log
+    if response.error is ErrorCode.OFFSET_OUT_OF_RANGE:
+        if log.log_end_offset > response.leader_log_end_offset:
+            log = truncate_to(log, response.leader_log_end_offset)
+        else:
+            log = truncate_fully_and_start_at(log, response.leader_log_start_offset)
+    else:
+        log = append(log, response.records)
+        log = with_high_watermark(log, isr_rules.follower_high_watermark(response.leader_high_watermark,
+                                                                           log.log_end_offset))
+        log = advance_log_start_offset(log, response.leader_log_start_offset)
+    return _with_replica(state, action.follower, replace(follower, log=log))
+
+
+def follower_truncate(config: PartitionConfig, state: PartitionState, action: FollowerTruncate) -> PartitionState | None:
+    """A follower in a new epoch removes the suffix its leader may not share, then fetches.
+
+    `hw` rule: truncate to its own high watermark (no request needed). `epoch` rule: the
+    OffsetsForLeaderEpoch exchange with the leader, which must be on the follower's epoch
+    (KIP-320 fences the truncation phase: an answer from another epoch is never used).
+    """
+    follower = state.replicas[action.follower]
+    if not follower.alive or follower.role is not Role.FOLLOWER or follower.phase is not FetchPhase.TRUNCATING:
+        return None
+    if follower.leader is None:
+        return None
+    log = follower.log
+    if config.truncation is TruncationRule.HIGH_WATERMARK:
+        offset = high_watermark_truncation_offset(log.log_end_offset, log.high_watermark)
+    else:
+        leader = state.replicas[follower.leader]
+        if not acts_as_leader(state, follower.leader) or leader.leader_epoch != follower.leader_epoch:
+            return None
+        offset = epoch_truncation_offset(log.epoch_cache, log.log_end_offset, log.high_watermark,
+                                         leader.log.epoch_cache, leader.log.log_end_offset)
+    follower = replace(follower, log=truncate_to(log, offset), phase=FetchPhase.FETCHING)
+    return _with_replica(state, action.follower, follower)
+
+
+def leader_shrink_isr(config: PartitionConfig, state: PartitionState, action: LeaderShrinkIsr) -> PartitionState | None:
+    """The true leader removes a follower that is not caught up (`Partition.maybeShrinkIsr`).
+
+    Not caught up: its last fetch was below the leader's LEO and it has not been at the
+    LEO for more than `replica.lag.time.max.ms`. The ISR shrinks in ZooKeeper and in the
+    leader's cache together; the leader epoch does not change. The HW may then advance.
+    """
+    if action.leader == action.follower or not _is_true_leader(state, action.leader):
+        return None
+    leader = state.replicas[action.leader]
+    if action.follower not in leader.isr:
+        return None
+    progress = leader.progress[action.follower]
+    assert progress is not None
+    if isr_rules.follower_is_caught_up(progress.log_end_offset, leader.log.log_end_offset,
+                                       progress.ticks_since_caught_up, config.replica_lag_ticks):
+        return None
+    progress_after = list(leader.progress)
+    progress_after[action.follower] = replace(progress, ticks_since_caught_up=_lag_cap(config))
+    leader = replace(leader, isr=leader.isr - {action.follower}, progress=tuple(progress_after))
+    state = replace(_with_replica(state, action.leader, leader), controller=replace(state.controller, isr=leader.isr))
+    return _advance_leader_high_watermark(config, state, action.leader)
+
+
+def clock_tick(config: PartitionConfig, state: PartitionState, action: ClockTick) -> PartitionState | None:
+    """One tick of logical time: every leader's count of ticks since each ISR follower was
+    last caught up grows (capped). Enabled only when some count can still grow. Followers
+    outside the ISR are kept at the cap: their age only matters once they rejoin, and
+    treating them as long lagging only allows an earlier shrink, never forbids one."""
+    cap = _lag_cap(config)
+    replicas = list(state.replicas)
+    changed = False
+    for replica_id, replica in enumerate(state.replicas):
+        if not acts_as_leader(state, ReplicaId(replica_id)):
+            continue
+        progress = tuple(
+            replace(entry, ticks_since_caught_up=entry.ticks_since_caught_up + 1)
+            if entry is not None and entry.ticks_since_caught_up < cap and ReplicaId(member) in replica.isr
+            else entry
+            for member, entry in enumerate(replica.progress)
+        )
+        if progress != replica.progress:
+            replicas[replica_id] = replace(replica, progress=progress)
+            changed = True
+    return replace(state, replicas=tuple(replicas)) if changed else None
+
+
+def controller_move_leadership(config: PartitionConfig, state: PartitionState,
+                               action: ControllerMoveLeadership) -> PartitionState | None:
+    """A clean election not caused by a failure: preferred-replica election, reassignment or
+    controlled shutdown move leadership to another live ISR member, in a new epoch."""
+    controller = state.controller
+    if not config.controller_elections or controller.elections_moved >= config.max_leader_moves:
+        return None
+    if action.new_leader == controller.leader or action.new_leader not in controller.isr:
+        return None
+    if not state.replicas[action.new_leader].alive:
+        return None
+    controller = replace(controller, leader=action.new_leader, leader_epoch=controller.leader_epoch + 1,
+                         elections_moved=controller.elections_moved + 1)
+    return replace(state, controller=controller)
+
+
+def broker_crash(config: PartitionConfig, state: PartitionState, action: BrokerCrash) -> PartitionState | None:
+    """A broker dies. Its memory is gone; its disk keeps offsets below `surviving_end`
+    (everything, or only what was flushed when the crash loses the unflushed suffix).
+
+    The controller handles the failure in the same step (`onBrokerFailure`): the replica
+    leaves the ISR unless it is the last member (the ISR is never empty), and if it led,
+    the first live ISR member becomes leader, or with unclean election enabled the first
+    live replica, or nobody (offline). Any change bumps the leader epoch.
+    """
+    replica = state.replicas[action.replica]
+    history = state.history
+    if not replica.alive or history.crashes >= config.max_crashes:
+        return None
+    if not 0 <= action.surviving_end <= replica.log.log_end_offset or action.surviving_end < replica.log.log_start_offset:
+        return None
+    lossy = action.surviving_end < replica.log.log_end_offset
+    if lossy and history.lossy_crashes >= config.max_lossy_crashes:
+        return None
+    crashed = Replica(alive=False, log=recover_after_crash(replica.log, action.surviving_end))
+    replicas = (*state.replicas[:action.replica], crashed, *state.replicas[action.replica + 1:])
+    controller = state.controller
+    isr = controller.isr - {action.replica} if len(controller.isr) > 1 else controller.isr
+    leader = controller.leader
+    unclean = False
+    if leader == action.replica:
+        leader, isr, unclean = _elect_offline_leader(config, isr, lambda broker: replicas[broker].alive)
+    if (leader, isr) != (controller.leader, controller.isr):
+        controller = ControllerState(leader, controller.leader_epoch + 1, isr, controller.elections_moved)
+    history = replace(history, crashes=history.crashes + 1, lossy_crashes=history.lossy_crashes + int(lossy),
+                      unclean_elections=history.unclean_elections + int(unclean))
+    return PartitionState(replicas, controller, history)
+
+
+def broker_restart(config: PartitionConfig, state: PartitionState, action: BrokerRestart) -> PartitionState | None:
+    """A dead broker starts with the log its disk kept and registers (`onBrokerStartup`).
+
+    If the partition is offline, the controller elects it when it is in the ISR, or, with
+    unclean election enabled, even when it is not (ISR := {it}).
+    """
+    replica = state.replicas[action.replica]
+    if replica.alive:
+        return None
+    state = _with_replica(state, action.replica, replace(replica, alive=True))
+    controller = state.controller
+    if controller.leader is not None:
+        return state
+    if action.replica in controller.isr:
+        controller = replace(controller, leader=action.replica, leader_epoch=controller.leader_epoch + 1)
+    elif config.unclean_leader_election:
+        controller = replace(controller, leader=action.replica, isr=frozenset({action.replica}),
+                             leader_epoch=controller.leader_epoch + 1)
+        state = replace(state, history=replace(state.history, unclean_elections=state.history.unclean_elections + 1))
+    return replace(state, controller=controller)
+
+
+def replica_become_leader_or_follower(config: PartitionConfig, state: PartitionState,
+                                      action: ReplicaBecomeLeaderOrFollower) -> PartitionState | None:
+    """A broker applies the controller's newest LeaderAndIsr (`ReplicaManager.becomeLeaderOrFollower`).
+
+    Only a newer epoch is applied. The new leader records the epoch's start offset at its
+    LEO in the epoch cache (KAFKA-7415), forgets what it knew of followers (they must fetch
+    again in this epoch, KIP-320), keeps its HW and advances it if it can. A follower drops
+    any fetch in flight and a demoted leader's waiting acks=all requests fail; it must
+    truncate before fetching (`phase = TRUNCATING`).
+    """
+    replica = state.replicas[action.replica]
+    controller = state.controller
+    if not replica.alive or replica.leader_epoch >= controller.leader_epoch:
+        return None
+    if controller.leader == action.replica:
+        cap = _lag_cap(config)
+        progress = tuple(
+            None if member == action.replica else FollowerProgress(None, 0 if member in controller.isr else cap)
+            for member in config.replica_ids
+        )
+        waiting = replica.waiting_acks_all if replica.role is Role.LEADER else ()
+        leader = Replica(
+            alive=True,
+            log=replace(replica.log, epoch_cache=assign_epoch(replica.log.epoch_cache, controller.leader_epoch,
+                                                              replica.log.log_end_offset)),
+            leader_epoch=controller.leader_epoch,
+            role=Role.LEADER,
+            leader=action.replica,
+            isr=controller.isr,
+            phase=FetchPhase.FETCHING,
+            progress=progress,
+            waiting_acks_all=waiting,
+        )
+        state = _with_replica(state, action.replica, leader)
+        return _advance_leader_high_watermark(config, state, action.replica)
+    follower = Replica(
+        alive=True,
+        log=replica.log,
+        leader_epoch=controller.leader_epoch,
+        role=Role.FOLLOWER,
+        leader=controller.leader,
+        phase=FetchPhase.TRUNCATING,
+    )
+    return _with_replica(state, action.replica, follower)
+
+
+def leader_advance_log_start_offset(config: PartitionConfig, state: PartitionState,
+                                    action: LeaderAdvanceLogStartOffset) -> PartitionState | None:
+    """Retention (`log.retention.ms` / `log.retention.bytes`) or DeleteRecords deletes the
+    leader's oldest records; never at or above the HW. Followers follow on their next fetch."""
+    if not config.retention or not acts_as_leader(state, action.leader):
+        return None
+    leader = state.replicas[action.leader]
+    if not leader.log.log_start_offset < action.new_start <= leader.log.high_watermark:
+        return None
+    leader = replace(leader, log=advance_log_start_offset(leader.log, action.new_start))
+    return _with_replica(state, action.leader, leader)
+
+
+# ---------------------------------------------------------------------------------------
+# The transition relation
+# ---------------------------------------------------------------------------------------
+
+
+def candidate_actions(config: PartitionConfig, state: PartitionState) -> Iterator[Action]:
+    """Every action worth trying in `state`; `step` returns None for those not enabled."""
+    ids = config.replica_ids
+    for replica_id in ids:
+        replica = state.replicas[replica_id]
+        if replica.role is Role.LEADER and replica.alive:
+            for acks in config.producer_acks:
+                yield ProducerSend(replica_id, acks)
+            for follower in replica.isr:
+                if follower != replica_id:
+                    yield LeaderShrinkIsr(replica_id, follower)
+            if config.retention:
+                for new_start in range(replica.log.log_start_offset + 1, replica.log.high_watermark + 1):
+                    yield LeaderAdvanceLogStartOffset(replica_id, new_start)
+        if replica.alive:
+            yield LeaderHandleFetch(replica_id)
+            yield FollowerHandleFetchResponse(replica_id)
+            yield FollowerTruncate(replica_id)
+            yield ReplicaBecomeLeaderOrFollower(replica_id)
+            if state.history.crashes < config.max_crashes:
+                lossy_allowed = state.history.lossy_crashes < config.max_lossy_crashes
+                first_end = replica.log.log_start_offset if lossy_allowed else replica.log.log_end_offset
+                for surviving_end in range(first_end, replica.log.log_end_offset + 1):
+                    yield BrokerCrash(replica_id, surviving_end)
+        else:
+            yield BrokerRestart(replica_id)
+        yield ControllerMoveLeadership(replica_id)
+    yield ClockTick()
+
+
+def step(config: PartitionConfig, state: PartitionState, action: Action) -> PartitionState | None:
+    """Apply `action` if it is enabled in `state`; None otherwise."""
+    match action:
+        case ProducerSend():
+            return producer_send(config, state, action)
+        case LeaderHandleFetch():
+            return leader_handle_fetch(config, state, action)
+        case FollowerHandleFetchResponse():
+            return follower_handle_fetch_response(config, state, action)
+        case FollowerTruncate():
+            return follower_truncate(config, state, action)
+        case LeaderShrinkIsr():
+            return leader_shrink_isr(config, state, action)
+        case ClockTick():
+            return clock_tick(config, state, action)
+        case ControllerMoveLeadership():
+            return controller_move_leadership(config, state, action)
+        case BrokerCrash():
+            return broker_crash(config, state, action)
+        case BrokerRestart():
+            return broker_restart(config, state, action)
+        case ReplicaBecomeLeaderOrFollower():
+            return replica_become_leader_or_follower(config, state, action)
+        case LeaderAdvanceLogStartOffset():
+            return leader_advance_log_start_offset(config, state, action)
+
+
+# ---------------------------------------------------------------------------------------
+# Invariants (safety properties of every reachable state)
+# ---------------------------------------------------------------------------------------
+
+
+def _leader_holds(state: PartitionState, entries: frozenset[tuple[int, int]]) -> bool:
+    """The true leader (if there is one) holds every (offset, value) of `entries` that
+    retention has not deleted."""
+    leader_id = true_leader(state)
+    if leader_id is None:
+        return True
+    log = state.replicas[leader_id].log
+    for offset, value in entries:
+        if offset < log.log_start_offset:
+            continue
+        record = record_at(log, offset)
+        if record is None or record.value != value:
+            return False
+    return True
+
+
+def high_watermark_within_log(state: PartitionState) -> bool:
+    """Every replica has log start <= HW <= LEO, non-decreasing record epochs and a strictly
+    increasing epoch cache. Holds because HW updates are clamped to the log and truncation
+    lowers the HW with the LEO."""
+    return all(log_is_well_formed(replica.log) for replica in state.replicas)
+
+
+def leader_in_isr(state: PartitionState) -> bool:
+    """The elected leader is an ISR member, the ISR is never empty, and a replica acting as
+    leader counts itself in its ISR. Holds because elections choose from the ISR (or set
+    ISR := {leader} when unclean) and the leader never removes itself."""
+    controller = state.controller
+    if not controller.isr:
+        return False
+    if controller.leader is not None and controller.leader not in controller.isr:
+        return False
+    return all(
+        replica_id in replica.isr
+        for replica_id, replica in enumerate(state.replicas)
+        if replica.alive and replica.role is Role.LEADER
+    )
+
+
+def committed_records_survive(state: PartitionState) -> bool:
+    """No committed record is lost: every record that was ever below the true leader's HW
+    is in the current true leader's log (unless retention deleted it).
+
+    Guaranteed only when no log lost its unflushed suffix: Kafka does not fsync on commit
+    and relies on replicas not failing together. Fails under the `hw` truncation rule
+    (KIP-101) and after an unclean election.
+    """
+    if state.history.lossy_crashes:
+        return True
+    return _leader_holds(state, state.history.committed)
+
+
+def consumed_records_survive(state: PartitionState) -> bool:
+    """A consumer never reads a record that later disappears: everything that was ever
+    below the HW of any replica acting as leader (consumers fetch from whoever claims to
+    lead) is in the true leader's log. Same caveat about lost unflushed data."""
+    if state.history.lossy_crashes:
+        return True
+    return _leader_holds(state, state.history.consumable)
+
+
+def acknowledged_records_survive(state: PartitionState) -> bool:
+    """Every acknowledged write (acks=1 on append, acks=all when the HW passed it) is in the
+    true leader's log. Not a Kafka guarantee for acks=1, nor for acks=all when the ISR may
+    shrink to the leader and that leader's unflushed data or an unclean election loses it."""
+    return _leader_holds(state, state.history.acknowledged)
+
+
+def acks_all_records_survive(state: PartitionState) -> bool:
+    """Kafka's durability promise: a write acknowledged with acks=all (hence while the ISR
+    had at least `min.insync.replicas` members) is never lost as long as unclean election
+    never happened and no log lost data."""
+    history = state.history
+    if history.lossy_crashes or history.unclean_elections:
+        return True
+    return _leader_holds(state, history.acknowledged_all)
+
+
+def replicas_agree_on_epoch_offsets(state: PartitionState) -> bool:
+    """Log matching: two replicas that hold a record with the same offset and epoch hold the
+    same record there and the same records before it. Holds because one epoch has one
+    leader, that leader only appends, and followers copy its records with their epochs."""
+    logs = [replica.log for replica in state.replicas]
+    for first_index, first in enumerate(logs):
+        for second in logs[first_index + 1:]:
+            start = max(first.log_start_offset, second.log_start_offset)
+            end = min(first.log_end_offset, second.log_end_offset)
+            for offset in range(end - 1, start - 1, -1):
+                mine, theirs = record_at(first, offset), record_at(second, offset)
+                if mine is not None and theirs is not None and mine.epoch == theirs.epoch:
+                    if first.records[start - first.log_start_offset: offset + 1 - first.log_start_offset] != \
+                            second.records[start - second.log_start_offset: offset + 1 - second.log_start_offset]:
+                        return False
+                    break
+    return True
+
+
+def followers_are_prefix_of_leader(state: PartitionState) -> bool:
+    """Replicas never diverge: a live follower that has finished truncating in the true
+    leader's epoch holds the leader's records at every offset both hold (a follower longer
+    than its leader is cut back by OFFSET_OUT_OF_RANGE on its next fetch). Fails under the
+    `hw` rule when a follower keeps records the new leader replaced (KIP-101 scenario 2)."""
+    leader_id = true_leader(state)
+    if leader_id is None:
+        return True
+    leader = state.replicas[leader_id]
+    for replica in state.replicas:
+        if replica is leader or not replica.alive or replica.role is not Role.FOLLOWER:
+            continue
+        if replica.leader != leader_id or replica.leader_epoch != leader.leader_epoch:
+            continue
+        if replica.phase is not FetchPhase.FETCHING:
+            continue
+        start = max(replica.log.log_start_offset, leader.log.log_start_offset)
+        for offset in range(start, min(replica.log.log_end_offset, leader.log.log_end_offset)):
+            if record_at(replica.log, offset) != record_at(leader.log, offset):
+                return False
+    return True
+
+
+def controller_epoch_is_newest(state: PartitionState) -> bool:
+    """No broker has applied an epoch the controller has not created."""
+    return all(replica.leader_epoch <= state.controller.leader_epoch for replica in state.replicas)
+
+
+Invariant = Callable[[PartitionState], bool]
+
+INVARIANTS: dict[str, Invariant] = {
+    "high_watermark_within_log": high_watermark_within_log,
+    "leader_in_isr": leader_in_isr,
+    "controller_epoch_is_newest": controller_epoch_is_newest,
+    "replicas_agree_on_epoch_offsets": replicas_agree_on_epoch_offsets,
+    "followers_are_prefix_of_leader": followers_are_prefix_of_leader,
+    "committed_records_survive": committed_records_survive,
+    "consumed_records_survive": consumed_records_survive,
+    "acknowledged_records_survive": acknowledged_records_survive,
+    "acks_all_records_survive": acks_all_records_survive,
+}
+"""Every safety property of the partition, by name."""
+
+
+# ---------------------------------------------------------------------------------------
+# Step properties (relations between a state and its successor)
+# ---------------------------------------------------------------------------------------
+
+
+def leader_epochs_only_grow(before: PartitionState, after: PartitionState) -> bool:
+    """The controller's epoch never decreases, and a broker that stays up never goes back
+    to an older epoch (a restarted broker starts from UNDEFINED and relearns it)."""
+    if after.controller.leader_epoch < before.controller.leader_epoch:
+        return False
+    return all(
+        new.leader_epoch >= old.leader_epoch
+        for old, new in zip(before.replicas, after.replicas, strict=True)
+        if old.alive and new.alive
+    )
+
+
+StepProperty = Callable[[PartitionState, PartitionState], bool]
+
+STEP_PROPERTIES: dict[str, StepProperty] = {"leader_epochs_only_grow": leader_epochs_only_grow}
+
+
+# ---------------------------------------------------------------------------------------
+# Witnesses (states that must be reachable, so no property holds vacuously)
+# ---------------------------------------------------------------------------------------
+
+
+def record_committed(state: PartitionState) -> bool:
+    """Some record was committed."""
+    return bool(state.history.committed)
+
+
+def write_acknowledged(state: PartitionState) -> bool:
+    """Some write was acknowledged to its producer."""
+    return bool(state.history.acknowledged)
+
+
+def partition_offline(state: PartitionState) -> bool:
+    """No eligible replica is alive and the controller left the partition without a leader."""
+    return state.controller.leader is None
+
+
+def produce_rejected(state: PartitionState) -> bool:
+    """An acks=all produce was refused with NOT_ENOUGH_REPLICAS."""
+    return state.history.produce_rejections > 0
+
+
+WITNESSES: dict[str, Invariant] = {
+    "record_committed": record_committed,
+    "write_acknowledged": write_acknowledged,
+    "partition_offline": partition_offline,
+    "produce_rejected": produce_rejected,
+}
+"""Reachability goals a scenario can require (stateright's `sometimes`)."""

@@ -1,0 +1,99 @@
+"""Plain data shared by the spec, the reference and the optimized implementation.
+
+This module holds *values only*: identifiers, records, error codes and the acks setting.
+It has no protocol logic, which is why `impl/` may import it (and nothing else from
+`spec/`): when the spec and an implementation are compared, the only thing they share is
+the vocabulary, never the behaviour.
+
+Offsets follow Kafka's convention: an offset names one record, and "end" offsets (log end
+offset, high watermark, log start offset) name the *next* position, so an empty log has
+log end offset 0 and a high watermark of 5 means offsets 0..4 are committed.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import NewType
+
+ReplicaId = NewType("ReplicaId", int)
+"""A broker id; in a single-partition model each broker holds one replica."""
+
+UNDEFINED_EPOCH = -1
+"""Kafka's `UNDEFINED_EPOCH`: no leader epoch is known."""
+
+UNDEFINED_EPOCH_OFFSET = -1
+"""Kafka's `UNDEFINED_EPOCH_OFFSET`: no end offset is known for the requested epoch."""
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One record as stored in a replica's log.
+
+    `epoch` is the leader epoch of the leader that appended it (the `partitionLeaderEpoch`
+    field of a record batch, KIP-101); `value` is what the producer sent. In the model every
+    produced value is unique, so a value identifies a write across replicas.
+    """
+
+    epoch: int
+    value: int
+
+
+@dataclass(frozen=True, slots=True)
+class EpochEntry:
+    """One entry of the leader-epoch cache (`leader-epoch-checkpoint`): the first offset
+    written in `epoch`."""
+
+    epoch: int
+    start_offset: int
+
+
+class Acks(enum.Enum):
+    """The producer's `acks` setting."""
+
+    NONE = 0  # acks=0: the producer does not wait; nothing is acknowledged
+    LEADER = 1  # acks=1: acknowledged once the leader appended it
+    ALL = -1  # acks=all: acknowledged once the high watermark passes it
+
+    @classmethod
+    def parse(cls, text: str) -> Acks:
+        """Parse the config spelling: `0`, `1`, `all` or `-1`."""
+        table = {"0": cls.NONE, "1": cls.LEADER, "all": cls.ALL, "-1": cls.ALL}
+        try:
+            return table[text.strip().lower()]
+        except KeyError:
+            raise ValueError(f"acks must be 0, 1 or all, not {text!r}") from None
+
+    def __str__(self) -> str:
+        return "all" if self is Acks.ALL else str(self.value)
+
+
+class ErrorCode(enum.Enum):
+    """The Kafka protocol error codes the replication spec can answer with.
+
+    Errors are values, returned inside responses, exactly as Kafka's wire protocol does;
+    the spec and any implementation must answer the same code in the same situation.
+    """
+
+    NONE = 0
+    OFFSET_OUT_OF_RANGE = 1
+    NOT_LEADER_OR_FOLLOWER = 6
+    NOT_ENOUGH_REPLICAS = 19
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+    FENCED_LEADER_EPOCH = 74
+    UNKNOWN_LEADER_EPOCH = 75
+
+
+class TruncationRule(enum.Enum):
+    """How a replica that becomes a follower decides where its log diverges from the leader."""
+
+    LEADER_EPOCH = "epoch"  # KIP-101 / KIP-279: ask the leader (OffsetsForLeaderEpoch)
+    HIGH_WATERMARK = "hw"  # before Kafka 0.11: truncate to the replica's own high watermark
+
+    @classmethod
+    def parse(cls, text: str) -> TruncationRule:
+        """Parse `epoch` or `hw`."""
+        for rule in cls:
+            if rule.value == text.strip().lower():
+                return rule
+        raise ValueError(f"truncation must be 'epoch' or 'hw', not {text!r}")
