@@ -26,5 +26,5 @@ def cache_hash(cls: type[T]) -> type[T]:
             object.__setattr__(self, "_hash", value)
         return value
 
-    cls.__hash__ = cached  # type: ignore[method-assign,assignment]
+    cls.__hash__ = cached  # type: ignore[method-assign]
     return cls

@@ -121,12 +121,24 @@ def check(
             index = parents[index]
         return tuple(reversed(steps))
 
-    def finish(violation: Violation[State, Action] | None, depth: int, complete: bool) -> CheckResult[State, Action]:
+    def finish(
+        violation: Violation[State, Action] | None, depth: int, complete: bool
+    ) -> CheckResult[State, Action]:
         elapsed = time.perf_counter() - started
-        return CheckResult(violation, len(states), transitions, depth, complete, elapsed,
-                           elapsed if violation else None, witnesses_reached)
+        return CheckResult(
+            violation,
+            len(states),
+            transitions,
+            depth,
+            complete,
+            elapsed,
+            elapsed if violation else None,
+            witnesses_reached,
+        )
 
-    def admit(state: State, parent: int, action: Action | None) -> tuple[int, Violation[State, Action] | None]:
+    def admit(
+        state: State, parent: int, action: Action | None
+    ) -> tuple[int, Violation[State, Action] | None]:
         index = len(states)
         states.append(state)
         parents.append(parent)

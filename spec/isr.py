@@ -33,8 +33,12 @@ from __future__ import annotations
 from spec.types import Acks, ErrorCode
 
 
-def follower_is_caught_up(follower_log_end_offset: int | None, leader_log_end_offset: int,
-                          ticks_since_caught_up: int, lag_limit: int) -> bool:
+def follower_is_caught_up(
+    follower_log_end_offset: int | None,
+    leader_log_end_offset: int,
+    ticks_since_caught_up: int,
+    lag_limit: int,
+) -> bool:
     """`Replica.isCaughtUp`: at the leader's LEO, or caught up within `lag_limit` ticks."""
     if follower_log_end_offset == leader_log_end_offset:
         return True
@@ -47,8 +51,11 @@ def may_join_isr(fetch_offset: int, leader_high_watermark: int, leader_epoch_sta
     return fetch_offset >= leader_high_watermark and fetch_offset >= leader_epoch_start_offset
 
 
-def leader_high_watermark(current_high_watermark: int, leader_log_end_offset: int,
-                          isr_follower_log_end_offsets: tuple[int | None, ...]) -> int:
+def leader_high_watermark(
+    current_high_watermark: int,
+    leader_log_end_offset: int,
+    isr_follower_log_end_offsets: tuple[int | None, ...],
+) -> int:
     """The leader's new HW: max(HW, min LEO over the ISR); an unknown follower LEO blocks it."""
     if any(end is None for end in isr_follower_log_end_offsets):
         return current_high_watermark
@@ -69,8 +76,9 @@ def produce_admission(acks: Acks, isr_size: int, min_insync_replicas: int) -> Er
     return ErrorCode.NONE
 
 
-def acks_all_completion(offset: int, high_watermark: int, isr_size: int,
-                        min_insync_replicas: int) -> ErrorCode | None:
+def acks_all_completion(
+    offset: int, high_watermark: int, isr_size: int, min_insync_replicas: int
+) -> ErrorCode | None:
     """The answer to a waiting acks=all produce of the record at `offset`, or None while it
     still waits (`checkEnoughReplicasReachOffset`)."""
     if high_watermark <= offset:

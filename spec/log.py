@@ -24,6 +24,7 @@ Invariants every function keeps (see `log_is_well_formed`)
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 
 from spec._hashing import cache_hash
 from spec.types import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, EpochEntry, Record
@@ -233,10 +234,10 @@ def log_is_well_formed(log: ReplicaLog) -> bool:
     if not 0 <= log.log_start_offset <= log.high_watermark <= log.log_end_offset:
         return False
     epochs = [record.epoch for record in log.records]
-    if any(later < earlier for earlier, later in zip(epochs, epochs[1:], strict=False)):
+    if any(later < earlier for earlier, later in pairwise(epochs)):
         return False
     cache = log.epoch_cache
     return all(
         later.epoch > earlier.epoch and later.start_offset > earlier.start_offset
-        for earlier, later in zip(cache, cache[1:], strict=False)
+        for earlier, later in pairwise(cache)
     )

@@ -41,8 +41,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from spec import isr as isr_rules
+from spec._hashing import cache_hash
 from spec.log import (
     EMPTY_LOG,
     ReplicaLog,
@@ -60,7 +62,6 @@ from spec.log import (
     with_high_watermark,
 )
 from spec.truncation import epoch_truncation_offset, high_watermark_truncation_offset
-from spec._hashing import cache_hash
 from spec.types import UNDEFINED_EPOCH, Acks, ErrorCode, Record, ReplicaId, TruncationRule
 
 # ---------------------------------------------------------------------------------------
@@ -79,16 +80,16 @@ class PartitionConfig:
     truncation: TruncationRule = TruncationRule.LEADER_EPOCH
     replica_lag_ticks: int = 0  # replica.lag.time.max.ms in clock ticks: 0 = one tick is the whole lag period
     max_records: int = 2  # bound: records produced
-    max_leader_moves: int = 3  # bound: ControllerMoveLeadership elections
+    max_leader_moves: int = 2  # bound: ControllerMoveLeadership elections
     max_crashes: int = 2  # bound: broker crashes
     max_lossy_crashes: int = 0  # bound: crashes that lose the unflushed suffix of the log
     controller_elections: bool = True  # explore preferred/reassignment elections
     retention: bool = False  # explore retention moving the log start offset
 
     @property
-    def replica_ids(self) -> tuple[ReplicaId, ...]:
-        """The partition's replica assignment, in assignment order."""
-        return tuple(ReplicaId(index) for index in range(self.replication_factor))
+    def replica_ids(self) -> range:
+        """The partition's replica assignment (broker ids), in assignment order."""
+        return range(self.replication_factor)
 
 
 # ---------------------------------------------------------------------------------------
@@ -317,7 +318,7 @@ Action = (
 
 
 def _with_replica(state: PartitionState, replica_id: ReplicaId, replica: Replica) -> PartitionState:
-    replicas = (*state.replicas[:replica_id], replica, *state.replicas[replica_id + 1:])
+    replicas = (*state.replicas[:replica_id], replica, *state.replicas[replica_id + 1 :])
     return PartitionState(replicas, state.controller, state.history)
 
 
@@ -348,50 +349,66 @@ def _lag_cap(config: PartitionConfig) -> int:
     return config.replica_lag_ticks + 1
 
 
-def _advance_leader_high_watermark(config: PartitionConfig, state: PartitionState,
-                                   leader_id: ReplicaId) -> PartitionState:
-    """Recompute the leader's HW, answer acks=all requests it passed, record visibility."""
+def _advance_leader_high_watermark(
+    config: PartitionConfig, state: PartitionState, leader_id: ReplicaId
+) -> PartitionState:
+    """Recompute the leader's HW, answer the acks=all requests it passed, and record what
+    became visible to consumers."""
     leader = state.replicas[leader_id]
-    if not leader.waiting_acks_all and leader.log.high_watermark == leader.log.log_end_offset:
-        return _record_visibility(state, leader_id)  # the HW cannot move and nothing waits
+    log = leader.log
     follower_ends = tuple(
         progress.log_end_offset if progress is not None else None
         for member, progress in enumerate(leader.progress)
-        if member != leader_id and ReplicaId(member) in leader.isr
+        if member != leader_id and member in leader.isr
     )
-    new_hw = isr_rules.leader_high_watermark(leader.log.high_watermark, leader.log.log_end_offset, follower_ends)
-    log = with_high_watermark(leader.log, new_hw)
+    new_hw = isr_rules.leader_high_watermark(log.high_watermark, log.log_end_offset, follower_ends)
+    if new_hw == log.high_watermark and not leader.waiting_acks_all:
+        return state  # nothing moved: visibility was recorded when the HW was set
+    log = with_high_watermark(log, new_hw)
     history = state.history
     still_waiting: list[tuple[int, int]] = []
     acked: set[tuple[int, int]] = set()
     for offset, value in leader.waiting_acks_all:
-        answer = isr_rules.acks_all_completion(offset, log.high_watermark, len(leader.isr),
-                                               config.min_insync_replicas)
+        answer = isr_rules.acks_all_completion(
+            offset, log.high_watermark, len(leader.isr), config.min_insync_replicas
+        )
         if answer is None:
             still_waiting.append((offset, value))
         elif answer is ErrorCode.NONE:
             acked.add((offset, value))
     if acked:
-        history = replace(history, acknowledged=history.acknowledged | acked,
-                          acknowledged_all=history.acknowledged_all | acked)
-    leader = replace(leader, log=log, waiting_acks_all=tuple(still_waiting))
-    state = replace(_with_replica(state, leader_id, leader), history=history)
+        history = replace(
+            history,
+            acknowledged=history.acknowledged | acked,
+            acknowledged_all=history.acknowledged_all | acked,
+        )
+    if log is not leader.log or len(still_waiting) != len(leader.waiting_acks_all):
+        leader = replace(leader, log=log, waiting_acks_all=tuple(still_waiting))
+        state = _with_replica(state, leader_id, leader)
+    if history is not state.history:
+        state = PartitionState(state.replicas, state.controller, history)
     return _record_visibility(state, leader_id)
 
 
 def _record_visibility(state: PartitionState, leader_id: ReplicaId) -> PartitionState:
     """Add what is now below `leader_id`'s HW to the ghost sets (consumers could read it)."""
-    readable = frozenset((offset, record.value) for offset, record in readable_records(state.replicas[leader_id].log))
+    log = state.replicas[leader_id].log
+    if log.high_watermark == log.log_start_offset:
+        return state
+    readable = frozenset((offset, record.value) for offset, record in readable_records(log))
     history = state.history
     consumable = history.consumable | readable
     committed = history.committed | readable if _is_true_leader(state, leader_id) else history.committed
-    if consumable == history.consumable and committed == history.committed:
+    if len(consumable) == len(history.consumable) and len(committed) == len(history.committed):
         return state
-    return replace(state, history=replace(history, consumable=consumable, committed=committed))
+    return PartitionState(
+        state.replicas, state.controller, replace(history, consumable=consumable, committed=committed)
+    )
 
 
-def _elect_offline_leader(config: PartitionConfig, isr: frozenset[ReplicaId],
-                          alive: Callable[[ReplicaId], bool]) -> tuple[ReplicaId | None, frozenset[ReplicaId], bool]:
+def _elect_offline_leader(
+    config: PartitionConfig, isr: frozenset[ReplicaId], alive: Callable[[ReplicaId], bool]
+) -> tuple[ReplicaId | None, frozenset[ReplicaId], bool]:
     """`OfflinePartitionLeaderElectionStrategy`: the first live ISR member in assignment
     order; else, if unclean election is enabled, the first live replica with ISR := {it}.
     Returns (leader or None, ISR, whether the election was unclean)."""
@@ -410,7 +427,9 @@ def _elect_offline_leader(config: PartitionConfig, isr: frozenset[ReplicaId],
 # ---------------------------------------------------------------------------------------
 
 
-def producer_send(config: PartitionConfig, state: PartitionState, action: ProducerSend) -> PartitionState | None:
+def producer_send(
+    config: PartitionConfig, state: PartitionState, action: ProducerSend
+) -> PartitionState | None:
     """Append one record to a replica acting as leader (`Partition.appendRecordsToLeader`).
 
     acks=all is refused with NOT_ENOUGH_REPLICAS when the leader's ISR is smaller than
@@ -440,8 +459,9 @@ def producer_send(config: PartitionConfig, state: PartitionState, action: Produc
     return _advance_leader_high_watermark(config, state, action.leader)
 
 
-def leader_handle_fetch(config: PartitionConfig, state: PartitionState,
-                        action: LeaderHandleFetch) -> PartitionState | None:
+def leader_handle_fetch(
+    config: PartitionConfig, state: PartitionState, action: LeaderHandleFetch
+) -> PartitionState | None:
     """The leader answers a follower's fetch at the follower's LEO (`Partition.fetchRecords`).
 
     Fenced by leader epoch (KIP-320): the request carries the follower's epoch and a leader
@@ -463,8 +483,15 @@ def leader_handle_fetch(config: PartitionConfig, state: PartitionState,
         return None
     fetch_offset = follower.log.log_end_offset
     if fetch_offset > leader.log.log_end_offset or fetch_offset < leader.log.log_start_offset:
-        response = FetchResponse(leader.leader_epoch, ErrorCode.OFFSET_OUT_OF_RANGE, fetch_offset, (),
-                                 leader.log.high_watermark, leader.log.log_start_offset, leader.log.log_end_offset)
+        response = FetchResponse(
+            leader.leader_epoch,
+            ErrorCode.OFFSET_OUT_OF_RANGE,
+            fetch_offset,
+            (),
+            leader.log.high_watermark,
+            leader.log.log_start_offset,
+            leader.log.log_end_offset,
+        )
         return _with_replica(state, action.follower, replace(follower, fetch_in_flight=response))
     previous = leader.progress[action.follower]
     if fetch_offset >= leader.log.log_end_offset:
@@ -483,13 +510,21 @@ def leader_handle_fetch(config: PartitionConfig, state: PartitionState,
             state = replace(state, controller=replace(state.controller, isr=leader.isr))
     state = _advance_leader_high_watermark(config, _with_replica(state, leader_id, leader), leader_id)
     leader = state.replicas[leader_id]
-    response = FetchResponse(leader.leader_epoch, ErrorCode.NONE, fetch_offset, records_from(leader.log, fetch_offset),
-                             leader.log.high_watermark, leader.log.log_start_offset, leader.log.log_end_offset)
+    response = FetchResponse(
+        leader.leader_epoch,
+        ErrorCode.NONE,
+        fetch_offset,
+        records_from(leader.log, fetch_offset),
+        leader.log.high_watermark,
+        leader.log.log_start_offset,
+        leader.log.log_end_offset,
+    )
     return _with_replica(state, action.follower, replace(follower, fetch_in_flight=response))
 
 
-def follower_handle_fetch_response(config: PartitionConfig, state: PartitionState,
-                                   action: FollowerHandleFetchResponse) -> PartitionState | None:
+def follower_handle_fetch_response(
+    config: PartitionConfig, state: PartitionState, action: FollowerHandleFetchResponse
+) -> PartitionState | None:
     """The follower processes its fetch response (`ReplicaFetcherThread.processPartitionData`).
 
     A response from another epoch is dropped. On OFFSET_OUT_OF_RANGE the follower truncates
@@ -512,13 +547,16 @@ def follower_handle_fetch_response(config: PartitionConfig, state: PartitionStat
             log = truncate_fully_and_start_at(log, response.leader_log_start_offset)
     else:
         log = append(log, response.records)
-        log = with_high_watermark(log, isr_rules.follower_high_watermark(response.leader_high_watermark,
-                                                                           log.log_end_offset))
+        log = with_high_watermark(
+            log, isr_rules.follower_high_watermark(response.leader_high_watermark, log.log_end_offset)
+        )
         log = advance_log_start_offset(log, response.leader_log_start_offset)
     return _with_replica(state, action.follower, replace(follower, log=log))
 
 
-def follower_truncate(config: PartitionConfig, state: PartitionState, action: FollowerTruncate) -> PartitionState | None:
+def follower_truncate(
+    config: PartitionConfig, state: PartitionState, action: FollowerTruncate
+) -> PartitionState | None:
     """A follower in a new epoch removes the suffix its leader may not share, then fetches.
 
     `hw` rule: truncate to its own high watermark (no request needed). `epoch` rule: the
@@ -526,7 +564,11 @@ def follower_truncate(config: PartitionConfig, state: PartitionState, action: Fo
     (KIP-320 fences the truncation phase: an answer from another epoch is never used).
     """
     follower = state.replicas[action.follower]
-    if not follower.alive or follower.role is not Role.FOLLOWER or follower.phase is not FetchPhase.TRUNCATING:
+    if (
+        not follower.alive
+        or follower.role is not Role.FOLLOWER
+        or follower.phase is not FetchPhase.TRUNCATING
+    ):
         return None
     if follower.leader is None:
         return None
@@ -537,13 +579,20 @@ def follower_truncate(config: PartitionConfig, state: PartitionState, action: Fo
         leader = state.replicas[follower.leader]
         if not acts_as_leader(state, follower.leader) or leader.leader_epoch != follower.leader_epoch:
             return None
-        offset = epoch_truncation_offset(log.epoch_cache, log.log_end_offset, log.high_watermark,
-                                         leader.log.epoch_cache, leader.log.log_end_offset)
+        offset = epoch_truncation_offset(
+            log.epoch_cache,
+            log.log_end_offset,
+            log.high_watermark,
+            leader.log.epoch_cache,
+            leader.log.log_end_offset,
+        )
     follower = replace(follower, log=truncate_to(log, offset), phase=FetchPhase.FETCHING)
     return _with_replica(state, action.follower, follower)
 
 
-def leader_shrink_isr(config: PartitionConfig, state: PartitionState, action: LeaderShrinkIsr) -> PartitionState | None:
+def leader_shrink_isr(
+    config: PartitionConfig, state: PartitionState, action: LeaderShrinkIsr
+) -> PartitionState | None:
     """The true leader removes a follower that is not caught up (`Partition.maybeShrinkIsr`).
 
     Not caught up: its last fetch was below the leader's LEO and it has not been at the
@@ -557,13 +606,19 @@ def leader_shrink_isr(config: PartitionConfig, state: PartitionState, action: Le
         return None
     progress = leader.progress[action.follower]
     assert progress is not None
-    if isr_rules.follower_is_caught_up(progress.log_end_offset, leader.log.log_end_offset,
-                                       progress.ticks_since_caught_up, config.replica_lag_ticks):
+    if isr_rules.follower_is_caught_up(
+        progress.log_end_offset,
+        leader.log.log_end_offset,
+        progress.ticks_since_caught_up,
+        config.replica_lag_ticks,
+    ):
         return None
     progress_after = list(leader.progress)
     progress_after[action.follower] = replace(progress, ticks_since_caught_up=_lag_cap(config))
     leader = replace(leader, isr=leader.isr - {action.follower}, progress=tuple(progress_after))
-    state = replace(_with_replica(state, action.leader, leader), controller=replace(state.controller, isr=leader.isr))
+    state = replace(
+        _with_replica(state, action.leader, leader), controller=replace(state.controller, isr=leader.isr)
+    )
     return _advance_leader_high_watermark(config, state, action.leader)
 
 
@@ -590,8 +645,9 @@ def clock_tick(config: PartitionConfig, state: PartitionState, action: ClockTick
     return replace(state, replicas=tuple(replicas)) if changed else None
 
 
-def controller_move_leadership(config: PartitionConfig, state: PartitionState,
-                               action: ControllerMoveLeadership) -> PartitionState | None:
+def controller_move_leadership(
+    config: PartitionConfig, state: PartitionState, action: ControllerMoveLeadership
+) -> PartitionState | None:
     """A clean election not caused by a failure: preferred-replica election, reassignment or
     controlled shutdown move leadership to another live ISR member, in a new epoch."""
     controller = state.controller
@@ -601,12 +657,18 @@ def controller_move_leadership(config: PartitionConfig, state: PartitionState,
         return None
     if not state.replicas[action.new_leader].alive:
         return None
-    controller = replace(controller, leader=action.new_leader, leader_epoch=controller.leader_epoch + 1,
-                         elections_moved=controller.elections_moved + 1)
+    controller = replace(
+        controller,
+        leader=action.new_leader,
+        leader_epoch=controller.leader_epoch + 1,
+        elections_moved=controller.elections_moved + 1,
+    )
     return replace(state, controller=controller)
 
 
-def broker_crash(config: PartitionConfig, state: PartitionState, action: BrokerCrash) -> PartitionState | None:
+def broker_crash(
+    config: PartitionConfig, state: PartitionState, action: BrokerCrash
+) -> PartitionState | None:
     """A broker dies. Its memory is gone; its disk keeps offsets below `surviving_end`
     (everything, or only what was flushed when the crash loses the unflushed suffix).
 
@@ -619,13 +681,16 @@ def broker_crash(config: PartitionConfig, state: PartitionState, action: BrokerC
     history = state.history
     if not replica.alive or history.crashes >= config.max_crashes:
         return None
-    if not 0 <= action.surviving_end <= replica.log.log_end_offset or action.surviving_end < replica.log.log_start_offset:
+    if (
+        not 0 <= action.surviving_end <= replica.log.log_end_offset
+        or action.surviving_end < replica.log.log_start_offset
+    ):
         return None
     lossy = action.surviving_end < replica.log.log_end_offset
     if lossy and history.lossy_crashes >= config.max_lossy_crashes:
         return None
     crashed = Replica(alive=False, log=recover_after_crash(replica.log, action.surviving_end))
-    replicas = (*state.replicas[:action.replica], crashed, *state.replicas[action.replica + 1:])
+    replicas = (*state.replicas[: action.replica], crashed, *state.replicas[action.replica + 1 :])
     controller = state.controller
     isr = controller.isr - {action.replica} if len(controller.isr) > 1 else controller.isr
     leader = controller.leader
@@ -634,12 +699,18 @@ def broker_crash(config: PartitionConfig, state: PartitionState, action: BrokerC
         leader, isr, unclean = _elect_offline_leader(config, isr, lambda broker: replicas[broker].alive)
     if (leader, isr) != (controller.leader, controller.isr):
         controller = ControllerState(leader, controller.leader_epoch + 1, isr, controller.elections_moved)
-    history = replace(history, crashes=history.crashes + 1, lossy_crashes=history.lossy_crashes + int(lossy),
-                      unclean_elections=history.unclean_elections + int(unclean))
+    history = replace(
+        history,
+        crashes=history.crashes + 1,
+        lossy_crashes=history.lossy_crashes + int(lossy),
+        unclean_elections=history.unclean_elections + int(unclean),
+    )
     return PartitionState(replicas, controller, history)
 
 
-def broker_restart(config: PartitionConfig, state: PartitionState, action: BrokerRestart) -> PartitionState | None:
+def broker_restart(
+    config: PartitionConfig, state: PartitionState, action: BrokerRestart
+) -> PartitionState | None:
     """A dead broker starts with the log its disk kept and registers (`onBrokerStartup`).
 
     If the partition is offline, the controller elects it when it is in the ISR, or, with
@@ -655,14 +726,21 @@ def broker_restart(config: PartitionConfig, state: PartitionState, action: Broke
     if action.replica in controller.isr:
         controller = replace(controller, leader=action.replica, leader_epoch=controller.leader_epoch + 1)
     elif config.unclean_leader_election:
-        controller = replace(controller, leader=action.replica, isr=frozenset({action.replica}),
-                             leader_epoch=controller.leader_epoch + 1)
-        state = replace(state, history=replace(state.history, unclean_elections=state.history.unclean_elections + 1))
+        controller = replace(
+            controller,
+            leader=action.replica,
+            isr=frozenset({action.replica}),
+            leader_epoch=controller.leader_epoch + 1,
+        )
+        state = replace(
+            state, history=replace(state.history, unclean_elections=state.history.unclean_elections + 1)
+        )
     return replace(state, controller=controller)
 
 
-def replica_become_leader_or_follower(config: PartitionConfig, state: PartitionState,
-                                      action: ReplicaBecomeLeaderOrFollower) -> PartitionState | None:
+def replica_become_leader_or_follower(
+    config: PartitionConfig, state: PartitionState, action: ReplicaBecomeLeaderOrFollower
+) -> PartitionState | None:
     """A broker applies the controller's newest LeaderAndIsr (`ReplicaManager.becomeLeaderOrFollower`).
 
     Only a newer epoch is applied. The new leader records the epoch's start offset at its
@@ -678,14 +756,20 @@ def replica_become_leader_or_follower(config: PartitionConfig, state: PartitionS
     if controller.leader == action.replica:
         cap = _lag_cap(config)
         progress = tuple(
-            None if member == action.replica else FollowerProgress(None, 0 if member in controller.isr else cap)
+            None
+            if member == action.replica
+            else FollowerProgress(None, 0 if member in controller.isr else cap)
             for member in config.replica_ids
         )
         waiting = replica.waiting_acks_all if replica.role is Role.LEADER else ()
         leader = Replica(
             alive=True,
-            log=replace(replica.log, epoch_cache=assign_epoch(replica.log.epoch_cache, controller.leader_epoch,
-                                                              replica.log.log_end_offset)),
+            log=replace(
+                replica.log,
+                epoch_cache=assign_epoch(
+                    replica.log.epoch_cache, controller.leader_epoch, replica.log.log_end_offset
+                ),
+            ),
             leader_epoch=controller.leader_epoch,
             role=Role.LEADER,
             leader=action.replica,
@@ -695,7 +779,9 @@ def replica_become_leader_or_follower(config: PartitionConfig, state: PartitionS
             waiting_acks_all=waiting,
         )
         state = _with_replica(state, action.replica, leader)
-        return _advance_leader_high_watermark(config, state, action.replica)
+        return _record_visibility(
+            _advance_leader_high_watermark(config, state, action.replica), action.replica
+        )
     follower = Replica(
         alive=True,
         log=replica.log,
@@ -707,8 +793,9 @@ def replica_become_leader_or_follower(config: PartitionConfig, state: PartitionS
     return _with_replica(state, action.replica, follower)
 
 
-def leader_advance_log_start_offset(config: PartitionConfig, state: PartitionState,
-                                    action: LeaderAdvanceLogStartOffset) -> PartitionState | None:
+def leader_advance_log_start_offset(
+    config: PartitionConfig, state: PartitionState, action: LeaderAdvanceLogStartOffset
+) -> PartitionState | None:
     """Retention (`log.retention.ms` / `log.retention.bytes`) or DeleteRecords deletes the
     leader's oldest records; never at or above the HW. Followers follow on their next fetch."""
     if not config.retention or not acts_as_leader(state, action.leader):
@@ -726,60 +813,67 @@ def leader_advance_log_start_offset(config: PartitionConfig, state: PartitionSta
 
 
 def candidate_actions(config: PartitionConfig, state: PartitionState) -> Iterator[Action]:
-    """Every action worth trying in `state`; `step` returns None for those not enabled."""
-    ids = config.replica_ids
-    for replica_id in ids:
-        replica = state.replicas[replica_id]
-        if replica.role is Role.LEADER and replica.alive:
-            for acks in config.producer_acks:
-                yield ProducerSend(replica_id, acks)
+    """The actions worth trying in `state`: a cheap superset of the enabled ones (it skips
+    actions whose actor is plainly in the wrong role); `step` applies the full guards."""
+    history = state.history
+    controller = state.controller
+    may_crash = history.crashes < config.max_crashes
+    lossy_allowed = history.lossy_crashes < config.max_lossy_crashes
+    may_move = config.controller_elections and controller.elections_moved < config.max_leader_moves
+    for index, replica in enumerate(state.replicas):
+        replica_id = ReplicaId(index)
+        if not replica.alive:
+            yield BrokerRestart(replica_id)
+            continue
+        if replica.role is Role.LEADER:
+            if history.next_value < config.max_records:
+                for acks in config.producer_acks:
+                    yield ProducerSend(replica_id, acks)
             for follower in replica.isr:
                 if follower != replica_id:
                     yield LeaderShrinkIsr(replica_id, follower)
             if config.retention:
                 for new_start in range(replica.log.log_start_offset + 1, replica.log.high_watermark + 1):
                     yield LeaderAdvanceLogStartOffset(replica_id, new_start)
-        if replica.alive:
-            yield LeaderHandleFetch(replica_id)
-            yield FollowerHandleFetchResponse(replica_id)
-            yield FollowerTruncate(replica_id)
+        elif replica.role is Role.FOLLOWER:
+            if replica.fetch_in_flight is not None:
+                yield FollowerHandleFetchResponse(replica_id)
+            elif replica.phase is FetchPhase.FETCHING:
+                yield LeaderHandleFetch(replica_id)
+            else:
+                yield FollowerTruncate(replica_id)
+        if replica.leader_epoch < controller.leader_epoch:
             yield ReplicaBecomeLeaderOrFollower(replica_id)
-            if state.history.crashes < config.max_crashes:
-                lossy_allowed = state.history.lossy_crashes < config.max_lossy_crashes
-                first_end = replica.log.log_start_offset if lossy_allowed else replica.log.log_end_offset
-                for surviving_end in range(first_end, replica.log.log_end_offset + 1):
-                    yield BrokerCrash(replica_id, surviving_end)
-        else:
-            yield BrokerRestart(replica_id)
-        yield ControllerMoveLeadership(replica_id)
+        if may_crash:
+            log = replica.log
+            first_end = log.log_start_offset if lossy_allowed else log.log_end_offset
+            for surviving_end in range(first_end, log.log_end_offset + 1):
+                yield BrokerCrash(replica_id, surviving_end)
+        if may_move and replica_id in controller.isr and replica_id != controller.leader:
+            yield ControllerMoveLeadership(replica_id)
     yield ClockTick()
+
+
+_ACTION_FUNCTIONS: dict[type, Callable[[PartitionConfig, PartitionState, Any], PartitionState | None]] = {
+    ProducerSend: producer_send,
+    LeaderHandleFetch: leader_handle_fetch,
+    FollowerHandleFetchResponse: follower_handle_fetch_response,
+    FollowerTruncate: follower_truncate,
+    LeaderShrinkIsr: leader_shrink_isr,
+    ClockTick: clock_tick,
+    ControllerMoveLeadership: controller_move_leadership,
+    BrokerCrash: broker_crash,
+    BrokerRestart: broker_restart,
+    ReplicaBecomeLeaderOrFollower: replica_become_leader_or_follower,
+    LeaderAdvanceLogStartOffset: leader_advance_log_start_offset,
+}
+"""Each action type's function (a table rather than a `match`: the checker calls `step`
+millions of times)."""
 
 
 def step(config: PartitionConfig, state: PartitionState, action: Action) -> PartitionState | None:
     """Apply `action` if it is enabled in `state`; None otherwise."""
-    match action:
-        case ProducerSend():
-            return producer_send(config, state, action)
-        case LeaderHandleFetch():
-            return leader_handle_fetch(config, state, action)
-        case FollowerHandleFetchResponse():
-            return follower_handle_fetch_response(config, state, action)
-        case FollowerTruncate():
-            return follower_truncate(config, state, action)
-        case LeaderShrinkIsr():
-            return leader_shrink_isr(config, state, action)
-        case ClockTick():
-            return clock_tick(config, state, action)
-        case ControllerMoveLeadership():
-            return controller_move_leadership(config, state, action)
-        case BrokerCrash():
-            return broker_crash(config, state, action)
-        case BrokerRestart():
-            return broker_restart(config, state, action)
-        case ReplicaBecomeLeaderOrFollower():
-            return replica_become_leader_or_follower(config, state, action)
-        case LeaderAdvanceLogStartOffset():
-            return leader_advance_log_start_offset(config, state, action)
+    return _ACTION_FUNCTIONS[type(action)](config, state, action)
 
 
 # ---------------------------------------------------------------------------------------
@@ -871,14 +965,18 @@ def replicas_agree_on_epoch_offsets(state: PartitionState) -> bool:
     leader, that leader only appends, and followers copy its records with their epochs."""
     logs = [replica.log for replica in state.replicas]
     for first_index, first in enumerate(logs):
-        for second in logs[first_index + 1:]:
+        for second in logs[first_index + 1 :]:
             start = max(first.log_start_offset, second.log_start_offset)
             end = min(first.log_end_offset, second.log_end_offset)
             for offset in range(end - 1, start - 1, -1):
                 mine, theirs = record_at(first, offset), record_at(second, offset)
                 if mine is not None and theirs is not None and mine.epoch == theirs.epoch:
-                    if first.records[start - first.log_start_offset: offset + 1 - first.log_start_offset] != \
-                            second.records[start - second.log_start_offset: offset + 1 - second.log_start_offset]:
+                    if (
+                        first.records[start - first.log_start_offset : offset + 1 - first.log_start_offset]
+                        != second.records[
+                            start - second.log_start_offset : offset + 1 - second.log_start_offset
+                        ]
+                    ):
                         return False
                     break
     return True

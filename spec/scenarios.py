@@ -212,8 +212,9 @@ def apply_overrides(config: PartitionConfig, overrides: Mapping[str, str]) -> Pa
     return updated
 
 
-def model_for(config: PartitionConfig, invariants: tuple[str, ...],
-              witnesses: tuple[str, ...] = ()) -> Model[PartitionState, Action]:
+def model_for(
+    config: PartitionConfig, invariants: tuple[str, ...], witnesses: tuple[str, ...] = ()
+) -> Model[PartitionState, Action]:
     """The checker's view of the partition spec under `config`."""
     return Model(
         initial_states=(partition.initial_state(config),),
@@ -251,9 +252,12 @@ class ScenarioOutcome:
         return self.found == self.scenario.expected and not self.missing_witnesses
 
 
-def run_scenario(scenario: Scenario, max_depth: int = DEFAULT_MAX_DEPTH,
-                 overrides: Mapping[str, str] | None = None,
-                 progress: Callable[[int, int], None] | None = None) -> ScenarioOutcome:
+def run_scenario(
+    scenario: Scenario,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    overrides: Mapping[str, str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> ScenarioOutcome:
     """Check one scenario (with optional `--set` overrides) and report the outcome."""
     config = apply_overrides(scenario.config, overrides or {})
     model = model_for(config, scenario.invariants, scenario.witnesses)

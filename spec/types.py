@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import NewType
+from typing import TypeAlias
 
-ReplicaId = NewType("ReplicaId", int)
-"""A broker id; in a single-partition model each broker holds one replica."""
+ReplicaId: TypeAlias = int
+"""A broker id; in a single-partition model each broker holds one replica (broker i, replica i)."""
 
 UNDEFINED_EPOCH = -1
 """Kafka's `UNDEFINED_EPOCH`: no leader epoch is known."""

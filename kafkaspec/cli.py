@@ -1,0 +1,274 @@
+"""`kafkaspec`: the command-line entry point.
+
+Exit codes (ARCHITECTURE.md): 0 success / no violation / every outcome as expected,
+1 a violation or an unexpected outcome, 2 a usage or input error (one line on stderr, no
+traceback).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kafkaspec import render
+from spec.scenarios import (
+    DEFAULT_MAX_DEPTH,
+    SCENARIOS,
+    SCENARIOS_BY_NAME,
+    ConfigError,
+    Scenario,
+    ScenarioOutcome,
+    apply_overrides,
+    override_keys,
+    run_scenario,
+)
+
+EXIT_OK = 0
+EXIT_VIOLATION = 1
+EXIT_USAGE = 2
+
+
+class UsageProblem(click.UsageError):
+    """A problem with what the user asked for; reported in one line with exit code 2."""
+
+
+def _parse_set(values: Sequence[str]) -> dict[str, str]:
+    overrides: dict[str, str] = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageProblem(f"--set expects key=value, got {item!r}")
+        overrides[key.strip()] = value.strip()
+    return overrides
+
+
+@contextmanager
+def _progress(console: Console, enabled: bool) -> Iterator[Callable[[str], Callable[[int, int], None]]]:
+    """A spinner with live state counts on a terminal; nothing otherwise."""
+    if not enabled:
+        yield lambda _name: lambda _states, _depth: None
+        return
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
+
+        def for_scenario(name: str) -> Callable[[int, int], None]:
+            task = bar.add_task(name, total=None)
+
+            def update(states: int, depth: int) -> None:
+                bar.update(task, description=f"{name}: {states:,} states, depth {depth}")
+
+            return update
+
+        yield for_scenario
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="kafkaspec")
+def cli() -> None:
+    """kafkaspec: Kafka's replication protocol as an executable, model-checked specification."""
+
+
+@cli.command("scenarios")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def scenarios_command(as_json: bool) -> None:
+    """List the named scenarios: configuration, checked properties, expected outcome."""
+    if as_json:
+        document = {
+            "scenarios": [
+                {
+                    "name": scenario.name,
+                    "expected": scenario.expected,
+                    "summary": scenario.summary,
+                    "invariants": list(scenario.invariants),
+                    "witnesses": list(scenario.witnesses),
+                    "reference": scenario.reference,
+                }
+                for scenario in SCENARIOS
+            ],
+            "set_keys": dict(override_keys()),
+        }
+        click.echo(json.dumps(document, indent=2))
+        return
+    console = Console()
+    table = Table(title="kafkaspec scenarios", show_lines=True)
+    for column in ("scenario", "expected", "what it shows", "source"):
+        table.add_column(column)
+    for scenario in SCENARIOS:
+        table.add_row(scenario.name, scenario.expected, scenario.summary, scenario.reference)
+    console.print(table)
+    console.print("Configuration keys for `check --set key=value`:")
+    for key, description in override_keys().items():
+        console.print(f"  {key:34} {description}")
+
+
+def _print_outcome(console: Console, outcome: ScenarioOutcome, show_trace: bool) -> None:
+    result = outcome.result
+    scenario = outcome.scenario
+    verdict = "as expected" if outcome.as_expected else "NOT AS EXPECTED"
+    console.print(
+        f"[bold]{scenario.name}[/bold]: {outcome.found} ({verdict}; expected {scenario.expected})",
+        highlight=False,
+    )
+    bound = "state space exhausted" if result.complete else f"depth bound {result.depth}"
+    console.print(
+        f"  {result.distinct_states:,} distinct states, {result.transitions:,} transitions, {bound}, "
+        f"{result.seconds:.2f} s ({result.states_per_second:,.0f} states/s)",
+        highlight=False,
+    )
+    if outcome.missing_witnesses:
+        console.print(
+            f"  never reached: {', '.join(outcome.missing_witnesses)} (the pass would be vacuous)",
+            highlight=False,
+        )
+    violation = result.violation
+    if violation is not None and show_trace:
+        console.print(
+            f"  violated {violation.kind} [bold]{violation.property_name}[/bold] after "
+            f"{len(violation.trace) - 1} steps (found in {result.seconds_to_violation:.2f} s):",
+            highlight=False,
+        )
+        for line in render.describe_trace(violation.trace):
+            console.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)
+
+
+@cli.command("check")
+@click.argument("names", nargs=-1, metavar="[SCENARIO]...")
+@click.option("--all", "check_all", is_flag=True, help="Check every scenario against its expected outcome.")
+@click.option(
+    "--max-depth",
+    type=click.IntRange(min=0),
+    default=DEFAULT_MAX_DEPTH,
+    show_default=True,
+    help="Bound on the length of explored traces.",
+)
+@click.option(
+    "--set",
+    "settings",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a configuration key (see `kafkaspec scenarios`). Repeatable.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option("--no-trace", is_flag=True, help="Do not print counterexample traces.")
+def check_command(
+    names: tuple[str, ...],
+    check_all: bool,
+    max_depth: int,
+    settings: tuple[str, ...],
+    as_json: bool,
+    no_trace: bool,
+) -> None:
+    """Model-check scenarios; print the shortest counterexample of each violation.
+
+    Exit 0 when no violation is found within the bound (with --all: when every scenario
+    has its expected outcome), 1 otherwise, 2 on bad input.
+    """
+    if not names and not check_all:
+        raise UsageProblem("name at least one scenario, or use --all (see `kafkaspec scenarios`)")
+    unknown = [name for name in names if name not in SCENARIOS_BY_NAME]
+    if unknown:
+        raise UsageProblem(f"unknown scenario {unknown[0]!r} (known: {', '.join(SCENARIOS_BY_NAME)})")
+    chosen: list[Scenario] = list(SCENARIOS) if check_all else [SCENARIOS_BY_NAME[name] for name in names]
+    overrides = _parse_set(settings)
+    try:
+        for scenario in chosen:
+            apply_overrides(scenario.config, overrides)
+    except ConfigError as error:
+        raise UsageProblem(str(error)) from None
+
+    console = Console(soft_wrap=True)
+    outcomes: list[ScenarioOutcome] = []
+    with _progress(Console(stderr=True), sys.stderr.isatty() and not as_json) as progress_for:
+        for scenario in chosen:
+            outcome = run_scenario(scenario, max_depth, overrides, progress_for(scenario.name))
+            outcomes.append(outcome)
+            if not as_json:
+                _print_outcome(console, outcome, show_trace=not no_trace and not check_all)
+
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "max_depth": max_depth,
+                    "overrides": overrides,
+                    "scenarios": [render.outcome_json(outcome) for outcome in outcomes],
+                },
+                indent=2,
+            )
+        )
+    elif check_all:
+        _print_summary(console, outcomes)
+    if check_all:
+        code = EXIT_OK if all(outcome.as_expected for outcome in outcomes) else EXIT_VIOLATION
+    else:
+        code = EXIT_VIOLATION if any(outcome.result.violation for outcome in outcomes) else EXIT_OK
+    sys.exit(code)
+
+
+def _print_summary(console: Console, outcomes: list[ScenarioOutcome]) -> None:
+    table = Table(title="kafkaspec check --all")
+    for column, justify in (
+        ("scenario", "left"),
+        ("expected", "left"),
+        ("found", "left"),
+        ("states", "right"),
+        ("seconds", "right"),
+        ("trace", "right"),
+        ("", "left"),
+    ):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for outcome in outcomes:
+        result = outcome.result
+        steps = str(len(result.violation.trace) - 1) if result.violation else "-"
+        mark = "ok" if outcome.as_expected else "MISMATCH"
+        table.add_row(
+            outcome.scenario.name,
+            outcome.scenario.expected,
+            outcome.found,
+            f"{result.distinct_states:,}",
+            f"{result.seconds:.1f}",
+            steps,
+            mark,
+        )
+    console.print(table)
+    total = sum(outcome.result.seconds for outcome in outcomes)
+    matched = sum(outcome.as_expected for outcome in outcomes)
+    console.print(
+        f"{matched}/{len(outcomes)} scenarios as expected in {total:.1f} s. "
+        "Run `kafkaspec check NAME` to see a counterexample step by step.",
+        highlight=False,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> Any:
+    """Run the CLI; usage errors become one line on stderr and exit code 2."""
+    try:
+        return cli.main(
+            args=list(argv) if argv is not None else None, prog_name="kafkaspec", standalone_mode=False
+        )
+    except click.exceptions.Abort:
+        click.echo("kafkaspec: interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as error:
+        click.echo(f"kafkaspec: error: {error.format_message()}", err=True)
+        sys.exit(EXIT_USAGE)
+    except KeyboardInterrupt:
+        click.echo("kafkaspec: interrupted", err=True)
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()
