@@ -40,6 +40,11 @@ class UsageProblem(click.UsageError):
     """A problem with what the user asked for; reported in one line with exit code 2."""
 
 
+def _stdout_console() -> Console:
+    """A console for stdout: the terminal's width, or a wide fixed width when piped/logged."""
+    return Console(soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+
+
 def _parse_set(values: Sequence[str]) -> dict[str, str]:
     overrides: dict[str, str] = {}
     for item in values:
@@ -102,10 +107,12 @@ def scenarios_command(as_json: bool) -> None:
         }
         click.echo(json.dumps(document, indent=2))
         return
-    console = Console()
+    console = _stdout_console()
     table = Table(title="kafkaspec scenarios", show_lines=True)
-    for column in ("scenario", "expected", "what it shows", "source"):
-        table.add_column(column)
+    table.add_column("scenario", no_wrap=True)
+    table.add_column("expected", no_wrap=True)
+    table.add_column("what it shows")
+    table.add_column("source")
     for scenario in SCENARIOS:
         table.add_row(scenario.name, scenario.expected, scenario.summary, scenario.reference)
     console.print(table)
@@ -189,7 +196,7 @@ def check_command(
     except ConfigError as error:
         raise UsageProblem(str(error)) from None
 
-    console = Console(soft_wrap=True)
+    console = _stdout_console()
     outcomes: list[ScenarioOutcome] = []
     with _progress(Console(stderr=True), sys.stderr.isatty() and not as_json) as progress_for:
         for scenario in chosen:
@@ -220,16 +227,11 @@ def check_command(
 
 def _print_summary(console: Console, outcomes: list[ScenarioOutcome]) -> None:
     table = Table(title="kafkaspec check --all")
-    for column, justify in (
-        ("scenario", "left"),
-        ("expected", "left"),
-        ("found", "left"),
-        ("states", "right"),
-        ("seconds", "right"),
-        ("trace", "right"),
-        ("", "left"),
-    ):
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for column in ("scenario", "expected", "found"):
+        table.add_column(column, no_wrap=True)
+    for column in ("states", "seconds", "trace"):
+        table.add_column(column, justify="right", no_wrap=True)
+    table.add_column("", no_wrap=True)
     for outcome in outcomes:
         result = outcome.result
         steps = str(len(result.violation.trace) - 1) if result.violation else "-"
@@ -253,12 +255,13 @@ def _print_summary(console: Console, outcomes: list[ScenarioOutcome]) -> None:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> Any:
-    """Run the CLI; usage errors become one line on stderr and exit code 2."""
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the CLI and exit; usage errors become one line on stderr and exit code 2."""
     try:
-        return cli.main(
+        result: Any = cli.main(
             args=list(argv) if argv is not None else None, prog_name="kafkaspec", standalone_mode=False
         )
+        sys.exit(result if isinstance(result, int) else EXIT_OK)
     except click.exceptions.Abort:
         click.echo("kafkaspec: interrupted", err=True)
         sys.exit(130)

@@ -56,7 +56,13 @@ def leader_high_watermark(
     leader_log_end_offset: int,
     isr_follower_log_end_offsets: tuple[int | None, ...],
 ) -> int:
-    """The leader's new HW: max(HW, min LEO over the ISR); an unknown follower LEO blocks it."""
+    """The leader's new HW: max(HW, min LEO over the ISR); an unknown follower LEO blocks it.
+
+    The HW never goes back and never passes the leader's LEO (checked by CrossHair):
+
+    pre: 0 <= current_high_watermark <= leader_log_end_offset
+    post: current_high_watermark <= __return__ <= leader_log_end_offset
+    """
     if any(end is None for end in isr_follower_log_end_offsets):
         return current_high_watermark
     known = [end for end in isr_follower_log_end_offsets if end is not None]
@@ -65,7 +71,12 @@ def leader_high_watermark(
 
 
 def follower_high_watermark(leader_high_watermark_in_response: int, follower_log_end_offset: int) -> int:
-    """A follower's HW after a fetch: the leader's HW, but never above what it holds."""
+    """A follower's HW after a fetch: the leader's HW, but never above what it holds.
+
+    pre: leader_high_watermark_in_response >= 0 and follower_log_end_offset >= 0
+    post: __return__ <= follower_log_end_offset
+    post: __return__ <= leader_high_watermark_in_response
+    """
     return min(leader_high_watermark_in_response, follower_log_end_offset)
 
 
@@ -80,7 +91,12 @@ def acks_all_completion(
     offset: int, high_watermark: int, isr_size: int, min_insync_replicas: int
 ) -> ErrorCode | None:
     """The answer to a waiting acks=all produce of the record at `offset`, or None while it
-    still waits (`checkEnoughReplicasReachOffset`)."""
+    still waits (`checkEnoughReplicasReachOffset`).
+
+    A success is only ever answered when the HW passed the record and the ISR is large enough:
+
+    post: __return__ is not ErrorCode.NONE or (high_watermark > offset and isr_size >= min_insync_replicas)
+    """
     if high_watermark <= offset:
         return None
     if isr_size < min_insync_replicas:

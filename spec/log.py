@@ -80,6 +80,14 @@ def readable_records(log: ReplicaLog) -> tuple[tuple[int, Record], ...]:
 # ---------------------------------------------------------------------------------------
 
 
+def epoch_cache_is_monotonic(cache: EpochCache) -> bool:
+    """Entries strictly increase in both epoch and start offset, as LeaderEpochFileCache keeps them."""
+    return all(
+        later.epoch > earlier.epoch and later.start_offset > earlier.start_offset
+        for earlier, later in pairwise(cache)
+    )
+
+
 def latest_epoch(cache: EpochCache) -> int:
     """The newest epoch in the cache, or UNDEFINED_EPOCH when it is empty."""
     return cache[-1].epoch if cache else UNDEFINED_EPOCH
@@ -100,6 +108,10 @@ def assign_epoch(cache: EpochCache, epoch: int, start_offset: int) -> EpochCache
     (KAFKA-7415). A no-op when the epoch is already the latest and the offset not smaller.
     Before inserting, entries that would break monotonicity are removed from the tail
     (any entry with epoch >= `epoch` or start offset >= `start_offset`).
+
+    pre: epoch_cache_is_monotonic(cache)
+    post: epoch_cache_is_monotonic(__return__)
+    post: __return__[-1].epoch == epoch
     """
     if cache and cache[-1].epoch == epoch and start_offset >= cache[-1].start_offset:
         return cache
@@ -118,6 +130,15 @@ def end_offset_for_epoch(cache: EpochCache, requested_epoch: int, log_end_offset
     epoch). (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET) when nothing is known. When the
     requested epoch is older than every entry, answers (requested_epoch, first start offset):
     everything before the first known epoch may belong to it.
+
+    The end offset is never past the log end and the epoch never newer than requested:
+
+    pre: log_end_offset >= 0 and requested_epoch >= UNDEFINED_EPOCH
+    pre: all(entry.epoch >= 0 for entry in cache)
+    pre: all(0 <= entry.start_offset <= log_end_offset for entry in cache)
+    pre: epoch_cache_is_monotonic(cache)
+    post: __return__[1] <= log_end_offset
+    post: __return__[0] <= requested_epoch
     """
     if requested_epoch == UNDEFINED_EPOCH or not cache:
         return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
@@ -181,7 +202,7 @@ def truncate_to(log: ReplicaLog, offset: int) -> ReplicaLog:
         log_start_offset=log.log_start_offset,
         records=log.records[: end - log.log_start_offset],
         high_watermark=min(log.high_watermark, end),
-        epoch_cache=truncate_cache_from_end(log.epoch_cache, offset),
+        epoch_cache=truncate_cache_from_end(log.epoch_cache, end),
     )
 
 
@@ -236,8 +257,4 @@ def log_is_well_formed(log: ReplicaLog) -> bool:
     epochs = [record.epoch for record in log.records]
     if any(later < earlier for earlier, later in pairwise(epochs)):
         return False
-    cache = log.epoch_cache
-    return all(
-        later.epoch > earlier.epoch and later.start_offset > earlier.start_offset
-        for earlier, later in pairwise(cache)
-    )
+    return epoch_cache_is_monotonic(log.epoch_cache)

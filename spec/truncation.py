@@ -28,7 +28,13 @@ Where it comes from
 
 from __future__ import annotations
 
-from spec.log import EpochCache, end_offset_for_epoch, latest_epoch, truncate_cache_from_end
+from spec.log import (
+    EpochCache,
+    end_offset_for_epoch,
+    epoch_cache_is_monotonic,  # noqa: F401  (used by the PEP 316 contracts CrossHair checks)
+    latest_epoch,
+    truncate_cache_from_end,
+)
 from spec.types import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
 
 
@@ -77,7 +83,15 @@ def epoch_truncation_offset(
 
     Runs the OffsetsForLeaderEpoch exchange to completion. Each incomplete round trims at
     least one epoch from the follower's cache, so it ends after at most len(cache)+1 rounds.
-    An empty follower log has nothing to truncate.
+    An empty follower log has nothing to truncate. The result never passes the follower's
+    log end (checked by CrossHair on well-formed caches):
+
+    pre: 0 <= follower_high_watermark <= follower_log_end_offset and leader_log_end_offset >= 0
+    pre: all(entry.epoch >= 0 for entry in follower_cache + leader_cache)
+    pre: all(0 <= entry.start_offset <= follower_log_end_offset for entry in follower_cache)
+    pre: all(0 <= entry.start_offset <= leader_log_end_offset for entry in leader_cache)
+    pre: epoch_cache_is_monotonic(follower_cache) and epoch_cache_is_monotonic(leader_cache)
+    post: 0 <= __return__ <= follower_log_end_offset
     """
     cache = follower_cache
     end = follower_log_end_offset
@@ -95,5 +109,9 @@ def epoch_truncation_offset(
 
 
 def high_watermark_truncation_offset(follower_log_end_offset: int, follower_high_watermark: int) -> int:
-    """Where the follower truncates under the pre-0.11 rule: its own high watermark."""
+    """Where the follower truncates under the pre-0.11 rule: its own high watermark.
+
+    pre: 0 <= follower_high_watermark
+    post: __return__ <= follower_log_end_offset and __return__ <= follower_high_watermark
+    """
     return min(follower_high_watermark, follower_log_end_offset)

@@ -1,0 +1,147 @@
+"""The model checker on small state machines whose answers are known by hand."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from spec.checker import Model, check
+
+
+@dataclass(frozen=True)
+class Jugs:
+    """Die Hard's water jugs: a 3- and a 5-gallon jug; reach 4 gallons in the big one."""
+
+    small: int = 0
+    big: int = 0
+
+
+def jug_moves(state: Jugs) -> Iterator[str]:
+    yield from ("fill_small", "fill_big", "empty_small", "empty_big", "small_to_big", "big_to_small")
+
+
+def jug_step(state: Jugs, move: str) -> Jugs | None:
+    small, big = state.small, state.big
+    if move == "fill_small":
+        new = Jugs(3, big)
+    elif move == "fill_big":
+        new = Jugs(small, 5)
+    elif move == "empty_small":
+        new = Jugs(0, big)
+    elif move == "empty_big":
+        new = Jugs(small, 0)
+    elif move == "small_to_big":
+        poured = min(small, 5 - big)
+        new = Jugs(small - poured, big + poured)
+    else:
+        poured = min(big, 3 - small)
+        new = Jugs(small + poured, big - poured)
+    return None if new == state else new
+
+
+def jug_model(**extra: object) -> Model[Jugs, str]:
+    return Model(
+        initial_states=(Jugs(),),
+        candidate_actions=jug_moves,
+        step=jug_step,
+        invariants={"big_jug_is_not_4": lambda state: state.big != 4},
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def test_finds_the_shortest_counterexample():
+    result = check(jug_model(), max_depth=20)
+    assert result.violation is not None
+    assert result.violation.property_name == "big_jug_is_not_4"
+    assert result.violation.kind == "invariant"
+    # The classic answer takes six pours; BFS must not return a longer one.
+    assert len(result.violation.trace) - 1 == 6
+    assert result.violation.trace[0].action is None
+    assert result.violation.trace[-1].state.big == 4
+    # The trace replays: every step is a legal transition.
+    for before, after in zip(result.violation.trace, result.violation.trace[1:], strict=False):
+        assert after.action is not None
+        assert jug_step(before.state, after.action) == after.state
+
+
+def test_respects_the_depth_bound():
+    result = check(jug_model(), max_depth=5)
+    assert result.violation is None
+    assert result.depth == 5
+    assert not result.complete
+
+
+def test_exhausts_a_finite_space_and_counts_distinct_states():
+    model = Model(
+        initial_states=(Jugs(),),
+        candidate_actions=jug_moves,
+        step=jug_step,
+        invariants={"volumes_in_range": lambda state: 0 <= state.small <= 3 and 0 <= state.big <= 5},
+    )
+    result = check(model, max_depth=100)
+    assert result.violation is None
+    assert result.complete
+    # Reachable states of the 3/5 puzzle: every (s, b) where a jug is empty or full.
+    assert result.distinct_states == 16
+    assert result.transitions > result.distinct_states
+
+
+def test_step_properties_are_checked_on_every_transition():
+    model = jug_model(
+        step_properties={"never_empty_big": lambda before, after: not (before.big and not after.big)}
+    )
+    result = check(model, max_depth=20)
+    assert result.violation is not None
+    assert result.violation.kind == "step"
+    assert result.violation.property_name == "never_empty_big"
+    assert len(result.violation.trace) - 1 == 2  # fill big, then empty it
+
+
+def test_witnesses_record_reachability():
+    model = jug_model(witnesses={"both_full": lambda s: s == Jugs(3, 5), "impossible": lambda s: s.big > 5})
+    result = check(model, max_depth=3)
+    assert result.witnesses_reached == {"both_full": True, "impossible": False}
+
+
+def test_max_states_stops_early():
+    result = check(jug_model(), max_depth=20, max_states=5)
+    assert result.distinct_states == 5
+    assert result.violation is None
+    assert not result.complete
+
+
+def test_a_canonical_key_merges_symmetric_states():
+    # Two interchangeable counters: with the symmetry, (1, 0) and (0, 1) are one state.
+    def moves(state: tuple[int, int]) -> Iterator[int]:
+        yield from (0, 1)
+
+    def bump(state: tuple[int, int], which: int) -> tuple[int, int] | None:
+        if state[which] >= 2:
+            return None
+        return (state[0] + 1, state[1]) if which == 0 else (state[0], state[1] + 1)
+
+    plain: Model[tuple[int, int], int] = Model(
+        initial_states=((0, 0),), candidate_actions=moves, step=bump, invariants={}
+    )
+    symmetric: Model[tuple[int, int], int] = Model(
+        initial_states=((0, 0),),
+        candidate_actions=moves,
+        step=bump,
+        invariants={},
+        canonical=lambda state: tuple(sorted(state)),
+    )
+    assert check(plain, max_depth=10).distinct_states == 9
+    assert check(symmetric, max_depth=10).distinct_states == 6
+
+
+def test_a_violating_initial_state_is_reported_with_a_one_state_trace():
+    model = Model(
+        initial_states=(Jugs(0, 4),),
+        candidate_actions=jug_moves,
+        step=jug_step,
+        invariants={"big_jug_is_not_4": lambda state: state.big != 4},
+    )
+    result = check(model, max_depth=5)
+    assert result.violation is not None
+    assert len(result.violation.trace) == 1
+    assert result.distinct_states == 1

@@ -1,0 +1,125 @@
+"""The command-line contract: output, --json, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from kafkaspec.cli import main
+from spec.scenarios import SCENARIOS
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exit_info:
+        main(list(argv))
+    captured = capsys.readouterr()
+    code = exit_info.value.code
+    return (code if isinstance(code, int) else 0), captured.out, captured.err
+
+
+def test_scenarios_lists_every_scenario(capsys):
+    code, out, _ = run(capsys, "scenarios", "--json")
+    assert code == 0
+    listed = json.loads(out)
+    assert [entry["name"] for entry in listed["scenarios"]] == [scenario.name for scenario in SCENARIOS]
+    assert "min.insync.replicas" in listed["set_keys"]
+
+
+def test_scenarios_text(capsys):
+    code, out, _ = run(capsys, "scenarios")
+    assert code == 0
+    for scenario in SCENARIOS:
+        assert scenario.name in out
+
+
+def test_check_prints_the_counterexample_step_by_step_and_exits_1(capsys):
+    code, out, _ = run(capsys, "check", "acks1-loss")
+    assert code == 1
+    assert "violated invariant acknowledged_records_survive after 3 steps" in out
+    for line in (
+        "step 0: Init()",
+        "step 1: ProducerSend(leader=0, acks=1)",
+        "step 3: ReplicaBecomeLeaderOrFollower",
+    ):
+        assert line in out
+    assert "replica 1: leader" in out  # the state after each step shows every replica
+
+
+def test_check_json_has_the_documented_fields(capsys):
+    code, out, _ = run(capsys, "check", "unclean-election-loss", "--json")
+    assert code == 1
+    document = json.loads(out)
+    (entry,) = document["scenarios"]
+    assert {"name", "expected", "found", "states", "seconds", "trace"} <= entry.keys()
+    assert entry["found"] == "counterexample"
+    assert entry["trace"][0]["action"] == "Init"
+    step = entry["trace"][-1]
+    assert {"step", "action", "args", "state"} <= step.keys()
+    replica = step["state"]["replicas"][0]
+    assert {"log_end_offset", "high_watermark", "leader_epoch", "records", "isr"} <= replica.keys()
+
+
+def test_check_set_changes_the_outcome(capsys):
+    # acks=1 loses data; the same scenario with acks=all and min ISR 2 cannot lose an ack.
+    code, out, _ = run(
+        capsys,
+        "check",
+        "acks1-loss",
+        "--set",
+        "acks=all",
+        "--set",
+        "min.insync.replicas=2",
+        "--set",
+        "max.records=1",
+        "--set",
+        "max.crashes=1",
+        "--json",
+    )
+    assert code == 0, out
+    assert json.loads(out)["scenarios"][0]["found"] == "no violation"
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["check", "no-such-scenario"], "unknown scenario 'no-such-scenario'"),
+        (["check"], "name at least one scenario, or use --all"),
+        (["check", "acks1-loss", "--max-depth", "ten"], "--max-depth"),
+        (["check", "acks1-loss", "--set", "bogus=1"], "unknown configuration key 'bogus'"),
+        (["check", "acks1-loss", "--set", "acks=2"], "bad value for acks"),
+        (["check", "acks1-loss", "--set", "noequals"], "--set expects key=value"),
+        (["check", "--frobnicate"], "No such option"),
+        (["frobnicate"], "No such command"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(capsys, argv, fragment):
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1, err
+    assert err.startswith("kafkaspec: error: ")
+    assert fragment in err
+    assert "Traceback" not in err
+
+
+def test_the_installed_entry_point_runs_without_a_traceback():
+    # The console script is what users type; run it as a process once.
+    completed = subprocess.run(
+        [sys.executable, "-m", "kafkaspec.cli", "check", "nope"], capture_output=True, text=True, check=False
+    )
+    assert completed.returncode == 2
+    assert "Traceback" not in completed.stderr
+    assert completed.stderr.strip().startswith("kafkaspec: error: unknown scenario")
+
+
+@pytest.mark.slow
+def test_check_all_matches_every_expectation(capsys):
+    code, out, _ = run(capsys, "check", "--all", "--json")
+    document = json.loads(out)
+    assert code == 0
+    assert [entry["name"] for entry in document["scenarios"]] == [scenario.name for scenario in SCENARIOS]
+    assert all(entry["as_expected"] for entry in document["scenarios"])
+    assert all(entry["found"] == entry["expected"] for entry in document["scenarios"])
