@@ -177,6 +177,7 @@ class History:
     lossy_crashes: int = 0  # crashes in which a log lost its unflushed suffix
     unclean_elections: int = 0
     produce_rejections: int = 0  # NOT_ENOUGH_REPLICAS answers, capped at 1
+    retention_floor: int = 0  # highest log start offset retention ever gave a leader
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
 
@@ -804,7 +805,10 @@ def leader_advance_log_start_offset(
     if not leader.log.log_start_offset < action.new_start <= leader.log.high_watermark:
         return None
     leader = replace(leader, log=advance_log_start_offset(leader.log, action.new_start))
-    return _with_replica(state, action.leader, leader)
+    history = state.history
+    if leader.log.log_start_offset > history.retention_floor:
+        history = replace(history, retention_floor=leader.log.log_start_offset)
+    return PartitionState(_with_replica(state, action.leader, leader).replicas, state.controller, history)
 
 
 # ---------------------------------------------------------------------------------------
@@ -883,13 +887,16 @@ def step(config: PartitionConfig, state: PartitionState, action: Action) -> Part
 
 def _leader_holds(state: PartitionState, entries: frozenset[tuple[int, int]]) -> bool:
     """The true leader (if there is one) holds every (offset, value) of `entries` that
-    retention has not deleted."""
+    retention has not deleted. Offsets below the highest log start any leader reached are
+    retention's to delete: a later leader may still hold an older, never-committed record
+    there (its follower-side log start only catches up on its next fetch)."""
     leader_id = true_leader(state)
     if leader_id is None:
         return True
     log = state.replicas[leader_id].log
+    floor = max(log.log_start_offset, state.history.retention_floor)
     for offset, value in entries:
-        if offset < log.log_start_offset:
+        if offset < floor:
             continue
         record = record_at(log, offset)
         if record is None or record.value != value:
