@@ -7,10 +7,12 @@ traceback).
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import click
@@ -19,6 +21,12 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from kafkaspec import render
+from spark_checks.checking import MODEL_NAMES, Budget
+from spark_checks.engine import ENGINES, HistoryReport, VerifyOptions, choose_engine, verify_history
+from spark_checks.history import HistoryError, Operation
+from spark_checks.readers import FORMATS, open_history
+from spark_checks.report import evidence_indices, exit_code, html_report, report_json, text_summary
+from spark_checks.spark_session import spark_session
 from spec.scenarios import (
     DEFAULT_MAX_DEPTH,
     SCENARIOS,
@@ -56,10 +64,10 @@ def _parse_set(values: Sequence[str]) -> dict[str, str]:
 
 
 @contextmanager
-def _progress(console: Console, enabled: bool) -> Iterator[Callable[[str], Callable[[int, int], None]]]:
-    """A spinner with live state counts on a terminal; nothing otherwise."""
+def _progress(console: Console, enabled: bool) -> Iterator[Callable[[str], Callable[[str], None]]]:
+    """A spinner on a terminal (nothing otherwise): `start(name)` returns `say(message)`."""
     if not enabled:
-        yield lambda _name: lambda _states, _depth: None
+        yield lambda _name: lambda _message: None
         return
     with Progress(
         SpinnerColumn(),
@@ -69,15 +77,22 @@ def _progress(console: Console, enabled: bool) -> Iterator[Callable[[str], Calla
         transient=True,
     ) as bar:
 
-        def for_scenario(name: str) -> Callable[[int, int], None]:
+        def start(name: str) -> Callable[[str], None]:
             task = bar.add_task(name, total=None)
 
-            def update(states: int, depth: int) -> None:
-                bar.update(task, description=f"{name}: {states:,} states, depth {depth}")
+            def say(message: str) -> None:
+                bar.update(task, description=f"{name}: {message}")
 
-            return update
+            return say
 
-        yield for_scenario
+        yield start
+
+
+def _state_counter(say: Callable[[str], None]) -> Callable[[int, int], None]:
+    def report(states: int, depth: int) -> None:
+        say(f"{states:,} states, depth {depth}")
+
+    return report
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -200,7 +215,9 @@ def check_command(
     outcomes: list[ScenarioOutcome] = []
     with _progress(Console(stderr=True), sys.stderr.isatty() and not as_json) as progress_for:
         for scenario in chosen:
-            outcome = run_scenario(scenario, max_depth, overrides, progress_for(scenario.name))
+            outcome = run_scenario(
+                scenario, max_depth, overrides, _state_counter(progress_for(scenario.name))
+            )
             outcomes.append(outcome)
             if not as_json:
                 _print_outcome(console, outcome, show_trace=not no_trace and not check_all)
@@ -223,6 +240,143 @@ def check_command(
     else:
         code = EXIT_VIOLATION if any(outcome.result.violation for outcome in outcomes) else EXIT_OK
     sys.exit(code)
+
+
+@cli.command("verify")
+@click.argument("histories", nargs=-1, required=True, metavar="HISTORY...")
+@click.option(
+    "--model",
+    type=click.Choice(["auto", *MODEL_NAMES]),
+    default="auto",
+    show_default=True,
+    help="What the history is checked against.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["auto", *FORMATS]),
+    default="auto",
+    show_default=True,
+    help="History format; auto sniffs it.",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(list(ENGINES)),
+    default="auto",
+    show_default=True,
+    help="local: in this process; spark: on Spark; auto: by file size.",
+)
+@click.option("--master", metavar="URL", help="Spark master (default local[2]), e.g. spark://host:7077.")
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write a self-contained HTML report here (an existing file is never overwritten).",
+)
+@click.option("--initial", metavar="JSON", help="Initial value of register-like models (a JSON literal).")
+@click.option(
+    "--nil-read",
+    type=click.Choice(["unconstrained", "absent"]),
+    help="A read of nil tells nothing (Knossos) or observed the nil value (Porcupine's etcd logs).",
+)
+@click.option(
+    "--failed-cas",
+    type=click.Choice(["did-not-happen", "no-effect"]),
+    help="A failed CAS had no effect and is dropped (Knossos) or ran and returned false (etcd).",
+)
+@click.option(
+    "--max-seconds",
+    type=click.FloatRange(min=0.01),
+    default=60.0,
+    show_default=True,
+    help="Budget per independent part; past it the verdict is unknown.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def verify_command(
+    histories: tuple[str, ...],
+    model: str,
+    fmt: str,
+    engine: str,
+    master: str | None,
+    report_path: Path | None,
+    initial: str | None,
+    nil_read: str | None,
+    failed_cas: str | None,
+    max_seconds: float,
+    as_json: bool,
+) -> int:
+    """Verify histories for linearizability or Kafka anomalies.
+
+    Exit 0 valid, 1 anomaly / not linearizable, 3 unknown (budget exhausted), 2 input error.
+    """
+    conventions: dict[str, object] = {}
+    if initial is not None:
+        try:
+            conventions["initial"] = json.loads(initial)
+        except json.JSONDecodeError as error:
+            raise UsageProblem(f'--initial must be a JSON literal (e.g. 0, null, ""): {error.msg}') from None
+    if nil_read is not None:
+        conventions["nil_read"] = nil_read
+    if failed_cas is not None:
+        conventions["failed_cas"] = failed_cas
+    if report_path is not None and report_path.exists():
+        raise UsageProblem(f"{report_path} already exists; choose another --report file")
+    options = VerifyOptions(
+        model=model,
+        fmt=fmt,
+        engine=engine,
+        master=master,
+        conventions=conventions,
+        budget=Budget(max_seconds=max_seconds),
+    )
+    reports = []
+    spark = None
+    console = _stdout_console()
+    with _progress(Console(stderr=True), sys.stderr.isatty() and not as_json) as progress_for:
+        for path in histories:
+            update = progress_for(path)
+            try:
+                if spark is None and choose_engine_for(path, engine) == "spark":
+                    spark = spark_session(master)
+                report = verify_history(
+                    path,
+                    options,
+                    spark=spark,
+                    keep_history=report_path is not None,
+                    progress=update,
+                )
+            except HistoryError as error:
+                raise UsageProblem(str(error)) from None
+            except (ValueError, FileExistsError) as error:
+                raise UsageProblem(f"{path}: {error}") from None
+            reports.append(report)
+    if report_path is not None:
+        windows = [r.history if r.history is not None else list(_window(r)) for r in reports]
+        report_path.write_text(html_report(reports, windows), encoding="utf-8")
+    if as_json:
+        click.echo(json.dumps(report_json(reports), indent=2))
+    else:
+        for line in text_summary(reports):
+            console.print(line, highlight=False, markup=False)
+        if report_path is not None:
+            console.print(f"report: {report_path}", highlight=False, markup=False)
+    return exit_code(reports)
+
+
+def choose_engine_for(path: str, engine: str) -> str:
+    """`auto` resolved by size; a missing file is reported by the engine."""
+    file = Path(path)
+    return choose_engine(file, engine) if file.is_file() else "local"
+
+
+def _window(report: HistoryReport) -> list[Operation]:
+    """The operations near the evidence, streamed from the file (for Spark-checked histories)."""
+    highlight = set().union(*(evidence_indices(result.evidence) for result in report.failing()))
+    _, operations = open_history(report.path, report.format)
+    near = (
+        op for op in operations if not highlight or any(abs(op.index - index) <= 60 for index in highlight)
+    )
+    return list(itertools.islice(near, 2000))
 
 
 def _print_summary(console: Console, outcomes: list[ScenarioOutcome]) -> None:

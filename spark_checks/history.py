@@ -1,0 +1,201 @@
+"""The canonical history: operations as recorded, and calls (an invocation with its completion).
+
+A history is what clients saw, in the order it happened (ARCHITECTURE.md, "History format"):
+one `Operation` per line of the canonical JSON Lines form, with Jepsen's semantics for `type`:
+
+* `invoke` - a process starts an operation;
+* `ok`     - it completed and took effect;
+* `fail`   - it definitely did not take effect;
+* `info`   - indeterminate: it may or may not have taken effect, possibly later.
+
+A process has at most one operation in flight. An `invoke` that never completes is treated
+as `info` (Jepsen does the same). Checkers work on `Call`s: an invocation paired with its
+completion, i.e. a closed real-time interval [invoke, complete] in which the operation took
+effect at some instant (Porcupine's and Knossos's model of an operation).
+
+Every reader produces `Operation`s; every checker consumes `Call`s. Bad input raises
+`HistoryError`, which names the file, the line (or byte offset) and what was expected.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+JsonValue = Any
+"""A JSON-like value: None, bool, int, float, str, list or dict with str keys."""
+
+Process = int | str
+"""A Jepsen process: an integer client id, or a name such as "nemesis"."""
+
+
+class OpType(enum.Enum):
+    """Jepsen's operation types."""
+
+    INVOKE = "invoke"
+    OK = "ok"
+    FAIL = "fail"
+    INFO = "info"
+
+    @classmethod
+    def parse(cls, text: str) -> OpType:
+        """Parse `invoke`, `ok`, `fail` or `info` (a leading ':' from EDN keywords is accepted)."""
+        try:
+            return cls(text.lstrip(":"))
+        except ValueError:
+            raise ValueError(f"type must be one of invoke, ok, fail, info; got {text!r}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where something was read: a file and a 1-based line, or a byte offset for binary input."""
+
+    file: str
+    line: int | None = None
+    offset: int | None = None
+
+    def __str__(self) -> str:
+        if self.line is not None:
+            return f"{self.file}:{self.line}"
+        if self.offset is not None:
+            return f"{self.file}: byte {self.offset}"
+        return self.file
+
+
+class HistoryError(Exception):
+    """Malformed input. The message names the position and what was expected."""
+
+    def __init__(self, position: Position, message: str) -> None:
+        super().__init__(f"{position}: {message}")
+        self.position = position
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """One line of a history."""
+
+    index: int  # position in the history (0-based), as Jepsen's :index
+    process: Process
+    type: OpType
+    f: str  # the function: "read", "write", "cas", "send", "poll", "txn", ...
+    value: JsonValue = None
+    key: JsonValue = None  # for per-key models; None when the model has one object
+    time: int | None = None  # nanoseconds (relative), when recorded
+
+
+class Outcome(enum.Enum):
+    """How a call ended."""
+
+    OK = "ok"  # took effect; `output` is its result
+    FAIL = "fail"  # did not take effect
+    INFO = "info"  # unknown: may take effect at any time after its invocation, or never
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """An operation as a real-time interval: from its invocation to its completion.
+
+    `complete_index` is None when it never completed (an `info` pending to the end of the
+    history): such a call may take effect at any point after its invocation, or not at all.
+    """
+
+    process: Process
+    f: str
+    input: JsonValue  # the invocation's value
+    output: JsonValue  # the completion's value (None when unknown)
+    outcome: Outcome
+    invoke_index: int
+    complete_index: int | None
+    key: JsonValue = None
+    invoke_time: int | None = None
+    complete_time: int | None = None
+    completion_value: JsonValue = None
+    """The completion's value whatever its type (`output` is only set for `ok`). Jepsen's
+    Kafka analysis reads `fail`/`info` completions too: a failed transaction's polls, an
+    indeterminate send's known offsets. None when there was no completion."""
+
+
+def pair_calls(operations: Iterable[Operation], source: str = "<history>") -> Iterator[Call]:
+    """Pair each invocation with its process's next completion, in completion order.
+
+    Calls still open at the end of the history are yielded last, as `info` with no
+    completion. A completion without an invocation, or a second invocation while one is
+    open on the same process, is a malformed history (`HistoryError`). Operations of
+    processes that never invoke anything (a Jepsen nemesis logging `info` lines) are skipped.
+    """
+    open_calls: dict[Process, Operation] = {}
+    for operation in operations:
+        if operation.type is OpType.INVOKE:
+            if operation.process in open_calls:
+                first = open_calls[operation.process]
+                raise HistoryError(
+                    Position(source, line=operation.index + 1),
+                    f"process {operation.process!r} invokes {operation.f!r} while its {first.f!r} "
+                    f"(index {first.index}) has not completed",
+                )
+            open_calls[operation.process] = operation
+            continue
+        invocation = open_calls.pop(operation.process, None)
+        if invocation is None:
+            if operation.type is OpType.INFO:
+                continue  # e.g. a nemesis announcing a fault: not a client operation
+            raise HistoryError(
+                Position(source, line=operation.index + 1),
+                f"{operation.type.value} for process {operation.process!r} without an open invocation",
+            )
+        yield Call(
+            process=invocation.process,
+            f=invocation.f,
+            input=invocation.value,
+            output=operation.value if operation.type is OpType.OK else None,
+            outcome=Outcome(operation.type.value),
+            invoke_index=invocation.index,
+            complete_index=operation.index,
+            key=invocation.key,
+            invoke_time=invocation.time,
+            complete_time=operation.time,
+            completion_value=operation.value,
+        )
+    for invocation in open_calls.values():
+        yield Call(
+            process=invocation.process,
+            f=invocation.f,
+            input=invocation.value,
+            output=None,
+            outcome=Outcome.INFO,
+            invoke_index=invocation.index,
+            complete_index=None,
+            key=invocation.key,
+            invoke_time=invocation.time,
+        )
+
+
+class Verdict(enum.Enum):
+    """A checker's answer. `unknown` is never a guess: the budget ran out."""
+
+    VALID = "valid"
+    INVALID = "invalid"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The verdict on one independent sub-history (a key, a topic-partition) or a whole one.
+
+    `evidence` holds JSON-ready details: for linearizability the operations (by index) that
+    could not be placed and the longest linearizable prefix; for Kafka the anomalies by type
+    with the operations that show them. `conventions` states the source conventions used
+    (initial value, what a nil read or a failed CAS means), so a verdict can be judged.
+    """
+
+    checker: str  # "linearizability" or "kafka"
+    model: str
+    partition: JsonValue  # the key / topic-partition this result covers; None for the whole history
+    verdict: Verdict
+    operations: int  # calls checked
+    evidence: dict[str, JsonValue]
+    conventions: dict[str, JsonValue]
+    seconds: float = 0.0

@@ -1,0 +1,395 @@
+"""Linearizability checking: Wing & Gong / Lowe search with P-compositionality and a budget.
+
+What it is
+    A history is linearizable with respect to a sequential model when its calls can be put
+    in one total order that (a) respects real time: a call that completed before another
+    was invoked comes first, and (b) is a legal run of the model, each call producing its
+    observed result. This module decides that per independent sub-history.
+
+The algorithm (Wing & Gong 1993, Lowe 2017, as in Porcupine's ``checker.go`` and Knossos's
+``knossos.wgl``; restated here, not copied)
+    * The calls of one partition become a doubly linked list of call and return entries
+      in history order (by the history indices of the invocation and completion).
+    * A depth-first search walks the list from its head. A call entry reached before any
+      return entry is *minimal*: no unlinearized call completed before it was invoked, so
+      it may be linearized next. If the model accepts it, the call (and its return entry)
+      is lifted out of the list, pushed on a stack with the previous state, and the walk
+      restarts at the head. Reaching a return entry means the call it completes had to be
+      linearized before anything later: a dead end. The search pops the last call,
+      restores the state, puts the entries back and tries the next entry after it.
+    * A cache of (linearized set as an int bitset, model state) pairs prunes
+      configurations already explored: the rest of the search depends on nothing else.
+    * The history is linearizable when every call that must be placed has been.
+
+Semantics of outcomes (ARCHITECTURE.md, "Verification semantics")
+    * ``ok`` calls must be linearized inside their interval.
+    * ``info`` calls (and invocations that never completed) have no return entry: they may
+      be linearized anywhere after their invocation, or left out, so they never block the
+      walk and success does not need them. Indeterminate calls with the same prepared
+      effect are interchangeable once invoked, so they are linearized in invocation order
+      only (a symmetry reduction that prunes the search without changing the verdict).
+    * ``fail`` calls follow the conventions (`reference.models.resolve_conventions`):
+      dropped when they did not happen, or, for a CAS under ``failed_cas = no-effect``,
+      kept as a call that must be linearized and saw a value different from ``from``.
+    * Calls that observe nothing and change nothing (reads with an unknown result) are
+      left out: they can always be placed.
+
+P-compositionality (Herlihy & Wing's locality; Horn & Kroening 2015)
+    Calls are split by the model's ``partition_key`` (a kv key, a topic-partition) and each
+    part is checked on its own; the whole is linearizable iff every part is
+    (`overall_verdict`). `check_partition` is a pure function of (the partition's calls,
+    model name, conventions, budget), so a Spark task can run it; this module never
+    imports pyspark.
+
+Budget
+    Per partition, at most ``max_seconds`` of search and ``max_states`` cached
+    configurations; when either runs out the verdict is ``unknown``, never a guess.
+
+Evidence
+    ``invalid``: ``unlinearizable`` (invoke indices of the calls that could not be placed
+    at the deepest point reached: the call whose completion blocked the walk and the other
+    calls that were candidates there), ``blocking_call``, ``longest_linearizable_prefix``
+    (invoke indices in linearization order), the model state after that prefix and a
+    description of each unplaceable call. ``valid``: ``linearization``, a certificate
+    (invoke indices in order; indeterminate calls left out are absent). ``unknown``: the
+    reason and the longest prefix found so far. All carry ``explored_states`` and
+    ``calls_searched``/``calls_dropped``.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from reference.models import MODEL_CLASSES, Observed, SequentialModel, resolve_conventions
+from spark_checks.history import Call, CheckResult, JsonValue, Outcome, Verdict
+
+CHECKER: Final = "linearizability"
+
+MODELS: Final[dict[str, SequentialModel[Any]]] = {name: cls() for name, cls in MODEL_CLASSES.items()}
+"""The sequential models by name: register, cas-register, kv, multi-register, mutex, fifo-queue,
+kafka-log (see `reference.models`)."""
+
+_TIME_CHECK_EVERY: Final = 256  # cache insertions between two looks at the clock
+_BIT_TABLE_LIMIT: Final = 4096  # calls per partition up to which single-bit masks are tabled
+
+
+def get_model(model_name: str) -> SequentialModel[Any]:
+    """The model called `model_name`; an unknown name is a `ValueError` listing the names."""
+    try:
+        return MODELS[model_name]
+    except KeyError:
+        raise ValueError(f"unknown model {model_name!r}; expected one of {', '.join(MODELS)}") from None
+
+
+def partition_calls(calls: Iterable[Call], model_name: str) -> dict[Hashable, list[Call]]:
+    """The calls grouped by the model's partition key, in order of first appearance."""
+    model = get_model(model_name)
+    partitions: dict[Hashable, list[Call]] = {}
+    for call in calls:
+        partitions.setdefault(model.partition_key(call), []).append(call)
+    return partitions
+
+
+def check_linearizability(
+    calls: Iterable[Call],
+    model_name: str,
+    conventions: Mapping[str, JsonValue] | None = None,
+    max_seconds: float = 60.0,
+    max_states: int = 10_000_000,
+    *,
+    stop_on_invalid: bool = False,
+) -> list[CheckResult]:
+    """Check each partition of `calls` against `model_name`: one `CheckResult` per partition.
+
+    Partitions come in order of first appearance; `overall_verdict` combines them. The
+    budget applies to each partition separately. With `stop_on_invalid` the partitions
+    after the first invalid one are not searched (Porcupine's default: one illegal part
+    decides the whole history); they are reported `unknown` with the reason. A call the
+    model does not support, or a bad convention value, is a `ValueError`.
+    """
+    resolved = resolve_conventions(conventions)
+    results: list[CheckResult] = []
+    invalid_key: JsonValue = None
+    found_invalid = False
+    for key, part in partition_calls(calls, model_name).items():
+        if found_invalid:
+            results.append(
+                CheckResult(
+                    checker=CHECKER,
+                    model=model_name,
+                    partition=_json_key(key),
+                    verdict=Verdict.UNKNOWN,
+                    operations=len(part),
+                    evidence={"reason": f"not checked: partition {invalid_key!r} is not linearizable"},
+                    conventions=dict(resolved),
+                )
+            )
+            continue
+        result = check_partition(part, model_name, resolved, max_seconds, max_states, partition=key)
+        results.append(result)
+        if stop_on_invalid and result.verdict is Verdict.INVALID:
+            found_invalid, invalid_key = True, result.partition
+    return results
+
+
+def overall_verdict(results: Iterable[CheckResult]) -> Verdict:
+    """The conjunction: invalid if any part is, else unknown if any part is, else valid."""
+    verdicts = {result.verdict for result in results}
+    if Verdict.INVALID in verdicts:
+        return Verdict.INVALID
+    return Verdict.UNKNOWN if Verdict.UNKNOWN in verdicts else Verdict.VALID
+
+
+def check_partition(
+    calls: Sequence[Call],
+    model_name: str,
+    conventions: Mapping[str, JsonValue] | None = None,
+    max_seconds: float = 60.0,
+    max_states: int = 10_000_000,
+    partition: Hashable = None,
+) -> CheckResult:
+    """Check the calls of one partition (all with the same partition key) on their own."""
+    started = time.perf_counter()
+    model = get_model(model_name)
+    resolved = resolve_conventions(conventions)
+    problem = _Problem.build(calls, model, resolved)
+    gc_enabled = gc.isenabled()
+    gc.disable()  # the search makes no reference cycles; collections only rescan the cache
+    try:
+        initial = model.init(resolved["initial"])
+        search = _search(problem, model.step, initial, started + max_seconds, max_states)
+    finally:
+        if gc_enabled:
+            gc.enable()
+    evidence: dict[str, JsonValue] = {
+        "explored_states": search.explored,
+        "calls_searched": len(problem.calls),
+        "calls_dropped": len(calls) - len(problem.calls),
+    }
+    to_index = [call.invoke_index for call in problem.calls]
+    if search.verdict is Verdict.VALID:
+        evidence["linearization"] = [to_index[i] for i in search.order]
+    else:
+        evidence["longest_linearizable_prefix"] = [to_index[i] for i in search.order]
+    if search.verdict is Verdict.INVALID:
+        stuck = sorted(search.candidates, key=to_index.__getitem__)
+        evidence["unlinearizable"] = [to_index[i] for i in stuck]
+        evidence["blocking_call"] = to_index[search.blocking] if search.blocking >= 0 else None
+        evidence["state_after_prefix"] = repr(search.state)
+        evidence["descriptions"] = {str(to_index[i]): model.describe(problem.calls[i]) for i in stuck}
+    if search.verdict is Verdict.UNKNOWN:
+        evidence["reason"] = search.reason
+    return CheckResult(
+        checker=CHECKER,
+        model=model_name,
+        partition=_json_key(partition),
+        verdict=search.verdict,
+        operations=len(calls),
+        evidence=evidence,
+        conventions=dict(resolved),
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _json_key(key: Hashable) -> JsonValue:
+    """A partition key as JSON-ready data (frozen tuples back to lists)."""
+    if isinstance(key, tuple):
+        return [_json_key(item) for item in key]
+    if isinstance(key, frozenset):
+        return sorted((_json_key(item) for item in key), key=repr)
+    return key
+
+
+# ---------------------------------------------------------------------------------------
+# The search
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Problem:
+    """One partition's calls in the model's prepared form, ordered by invocation.
+
+    Call ``i`` is bit ``1 << i`` of the linearized set. ``complete[i]`` is None for calls
+    that may be left out (indeterminate); the others must be linearized.
+    """
+
+    calls: list[Call] = field(default_factory=list)
+    invoke: list[int] = field(default_factory=list)
+    complete: list[int | None] = field(default_factory=list)
+    inputs: list[Any] = field(default_factory=list)
+    outputs: list[Any] = field(default_factory=list)
+    outcomes: list[Observed] = field(default_factory=list)
+
+    @classmethod
+    def build(
+        cls, calls: Sequence[Call], model: SequentialModel[Any], conventions: Mapping[str, Any]
+    ) -> _Problem:
+        problem = cls()
+        for call in sorted(calls, key=lambda c: c.invoke_index):
+            try:
+                prepared = model.prepare(call, conventions)
+            except ValueError as error:
+                raise ValueError(f"call invoked at index {call.invoke_index}: {error}") from None
+            if prepared is None:
+                continue
+            call_input, call_output, outcome = prepared
+            optional = outcome == "info" or call.outcome is Outcome.INFO or call.complete_index is None
+            problem.calls.append(call)
+            problem.invoke.append(call.invoke_index)
+            problem.complete.append(None if optional else call.complete_index)
+            problem.inputs.append(call_input)
+            problem.outputs.append(call_output)
+            problem.outcomes.append("info" if optional else outcome)
+        return problem
+
+
+@dataclass
+class _SearchResult:
+    verdict: Verdict
+    order: list[int]  # the linearization (valid) or the longest partial one (otherwise)
+    explored: int
+    candidates: list[int] = field(default_factory=list)
+    blocking: int = -1
+    state: Any = None
+    reason: str = ""
+
+
+class _Bits:
+    """``bits[i] == 1 << i`` without storing the masks."""
+
+    def __getitem__(self, i: int) -> int:
+        return 1 << i
+
+
+def _search(problem: _Problem, step: Any, initial: Any, deadline: float, max_states: int) -> _SearchResult:
+    """Porcupine-style WGL search over the linked list of call/return entries."""
+    n = len(problem.calls)
+    invoke, complete = problem.invoke, problem.complete
+    inputs, outputs, outcomes = problem.inputs, problem.outputs, problem.outcomes
+    required = [position is not None for position in complete]
+    remaining = sum(required)
+    if remaining == 0:
+        return _SearchResult(Verdict.VALID, [], 0)
+
+    # Entries in history order; a call entry sorts before a return at the same position
+    # (closed intervals). Entry nodes 0..m-1, then the head and tail sentinels.
+    events = sorted(
+        [(invoke[i], 0, i) for i in range(n)]
+        + [(position, 1, i) for i, position in enumerate(complete) if position is not None]
+    )
+    m = len(events)
+    head, tail = m, m + 1
+    nxt = [*range(1, m + 1), 0, -1]
+    prv = [head, *range(m - 1), -1, m - 1]
+    nxt[m - 1], prv[0] = tail, head
+    entry_call = [i for _, _, i in events] + [-1, -1]
+    is_return = [kind == 1 for _, kind, _ in events] + [True, True]
+    call_node = [0] * n
+    return_node = [-1] * n
+    for node, (_, kind, i) in enumerate(events):
+        if kind:
+            return_node[i] = node
+        else:
+            call_node[i] = node
+
+    # Symmetry: an indeterminate call may go only after the previous indeterminate call
+    # with the same prepared effect (both are invoked by then and never need to return).
+    previous_same = [-1] * n
+    last_seen: dict[tuple[Any, Any], int] = {}
+    for i in range(n):
+        if not required[i]:
+            signature = (inputs[i], outputs[i])
+            previous_same[i] = last_seen.get(signature, -1)
+            last_seen[signature] = i
+
+    # Single-bit masks: a table for small partitions, computed on demand for large ones
+    # (a table would take n * n / 8 bytes).
+    bit: list[int] | _Bits = [1 << i for i in range(n)] if n <= _BIT_TABLE_LIMIT else _Bits()
+    cache: set[tuple[int, Any]] = set()
+    cache_add = cache.add
+    stack_calls: list[int] = []
+    stack_states: list[Any] = []
+    push_call, push_state = stack_calls.append, stack_states.append
+    pop_call, pop_state = stack_calls.pop, stack_states.pop
+    linearized = 0
+    state = initial
+    total_required = remaining
+    best_depth = -1
+    best = _SearchResult(Verdict.INVALID, [], 0)
+    explored = 0
+    perf_counter = time.perf_counter
+
+    node = nxt[head]
+    while True:
+        if is_return[node]:
+            # The call completing here had to be linearized before anything later: dead end.
+            depth = total_required - remaining
+            if depth > best_depth:
+                best_depth = depth
+                best.order = stack_calls.copy()
+                best.state = state
+                best.blocking = entry_call[node]
+                candidates = []
+                walk = nxt[head]
+                while walk != node:
+                    if required[entry_call[walk]]:
+                        candidates.append(entry_call[walk])
+                    walk = nxt[walk]
+                best.candidates = candidates  # the blocking call's own entry is among them
+            if not stack_calls:
+                best.explored = explored
+                return best
+            i = pop_call()
+            state = pop_state()
+            linearized ^= bit[i]
+            if required[i]:
+                remaining += 1
+            back = return_node[i]
+            if back >= 0:
+                nxt[prv[back]] = back
+                prv[nxt[back]] = back
+            back = call_node[i]
+            nxt[prv[back]] = back
+            prv[nxt[back]] = back
+            node = nxt[back]
+            continue
+
+        i = entry_call[node]
+        before = previous_same[i]
+        if before < 0 or linearized & bit[before]:
+            new_state = step(state, inputs[i], outputs[i], outcomes[i])
+            if new_state is not None:
+                key = (linearized | bit[i], new_state)
+                if key not in cache:
+                    cache_add(key)
+                    explored += 1
+                    if explored > max_states or (
+                        explored % _TIME_CHECK_EVERY == 0 and perf_counter() > deadline
+                    ):
+                        reason = (
+                            f"state budget of {max_states} states exhausted"
+                            if explored > max_states
+                            else "time budget exhausted"
+                        )
+                        return _SearchResult(Verdict.UNKNOWN, best.order, explored, reason=reason)
+                    push_call(i)
+                    push_state(state)
+                    linearized = key[0]
+                    state = new_state
+                    # Lift the call entry and its return entry out of the list.
+                    prv[nxt[node]] = prv[node]
+                    nxt[prv[node]] = nxt[node]
+                    back = return_node[i]
+                    if back >= 0:
+                        prv[nxt[back]] = prv[back]
+                        nxt[prv[back]] = nxt[back]
+                        remaining -= 1
+                        if remaining == 0:
+                            return _SearchResult(Verdict.VALID, stack_calls.copy(), explored)
+                    node = nxt[head]
+                    continue
+        node = nxt[node]

@@ -1,0 +1,168 @@
+"""History readers: canonical JSON Lines and Parquet, Jepsen/Knossos EDN, Porcupine's logs.
+
+    info, operations = open_history("history.edn")        # format sniffed
+    info.format        # "edn"
+    info.dialect       # "jepsen-edn"
+    info.conventions   # {"initial": 0, "nil_read": "unconstrained", ...}
+    for operation in operations: ...                      # streamed, never the whole file
+
+`open_history` checks that the file can be read and picks the format (and, for Porcupine, the
+dialect) at once; the operations are then read lazily as the iterator is consumed. Any malformed
+line or form raises `HistoryError` naming the file and the line (byte offset for Parquet, and for
+bytes that are not UTF-8) and what was expected, when it is reached.
+
+Sniffing (`sniff_format`): Parquet's magic bytes `PAR1` or a `.parquet` extension -> parquet;
+otherwise the first non-blank line decides: `INFO ... jepsen.util` -> porcupine (etcd log); a line
+starting `{:process` in a `.txt` file -> porcupine (kv log); a JSON object (`{"...`) -> jsonl;
+`[`, `(`, `{`, `#` or a `;` comment -> edn. An empty file, or one whose first line fits no
+format, goes by its extension (`.jsonl`, `.ndjson`, `.json`, `.edn`, `.log` and `.txt` for
+porcupine, `.parquet`), so that format's reader says what is wrong; with none of these, the
+HistoryError lists the supported formats.
+
+Conventions (`SourceInfo.conventions`, a contract with the checkers): four keys.
+
+* `initial`: the value each register/key holds at the start.
+* `nil_read`: "absent" (an ok read of nil observed the nil value) or "unconstrained" (an ok
+  read of nil tells nothing).
+* `failed_cas`: "did-not-happen" (a `fail` cas had no effect, nothing learned) or "no-effect"
+  (it executed and returned false: the value differed from its `from`).
+* `failed_read`: "did-not-happen" or "unknown" (treat the read as `info`).
+
+| source (dialect)           | initial    | nil_read      | failed_cas     | failed_read    |
+|----------------------------|------------|---------------|----------------|----------------|
+| canonical jsonl / parquet  | None       | unconstrained | did-not-happen | did-not-happen |
+| Jepsen/Knossos EDN         | 0          | unconstrained | did-not-happen | did-not-happen |
+| Porcupine etcd log         | None       | absent        | no-effect      | unknown        |
+| Porcupine kv log           | "" per key | unconstrained | did-not-happen | did-not-happen |
+
+The canonical defaults are Jepsen's semantics (ARCHITECTURE.md: the canonical form follows
+Jepsen, so Jepsen histories map 1:1) with a nil initial value; they equal
+`reference.models.DEFAULT_CONVENTIONS`, which the checkers use for any key a source leaves out.
+
+Sources: shared/histories/knossos/MANIFEST.tsv ("test-examples uses init 0"; multi-register
+{:x 0 :y 0}; "nil read = unknown"; knossos drops :fail ops), shared/histories/porcupine/MANIFEST.tsv
+("init nil"; ":fail :cas = CAS returned false (op happened, no effect)"; ":fail :read :timed-out
+and :info ops = outcome unknown"; kv "init empty-string per key") and checker-anchors.md 1.3/2.3.
+A Parquet file written with `write_parquet(..., conventions=...)` reports the stored conventions.
+The Porcupine etcd reader itself turns a completion marked `:timed-out` into `info` (see
+`spark_checks.readers.porcupine`). Each reader module documents its format in detail.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Final
+
+from spark_checks.history import HistoryError, Operation, Position
+from spark_checks.readers._common import (
+    CANONICAL_CONVENTIONS,
+    FORMATS,
+    KNOSSOS_CONVENTIONS,
+    PORCUPINE_ETCD_CONVENTIONS,
+    PORCUPINE_KV_CONVENTIONS,
+    SourceInfo,
+    display_name,
+)
+from spark_checks.readers.edn import read_edn
+from spark_checks.readers.jsonl import read_jsonl, write_jsonl
+from spark_checks.readers.parquet import MAGIC, open_parquet, write_parquet
+from spark_checks.readers.porcupine import kv_first_line, read_etcd_log, read_kv_log
+
+__all__ = [
+    "CANONICAL_CONVENTIONS",
+    "FORMATS",
+    "KNOSSOS_CONVENTIONS",
+    "PORCUPINE_ETCD_CONVENTIONS",
+    "PORCUPINE_KV_CONVENTIONS",
+    "SourceInfo",
+    "open_history",
+    "sniff_format",
+    "write_jsonl",
+    "write_parquet",
+]
+
+SNIFF_BYTES: Final = 64 * 1024
+EXTENSIONS: Final = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
+    ".edn": "edn",
+    ".log": "porcupine",
+    ".txt": "porcupine",
+    ".parquet": "parquet",
+}
+SUPPORTED: Final = (
+    "jsonl (one JSON object per line), edn (Jepsen/Knossos op maps), porcupine (etcd Jepsen log "
+    "lines 'INFO  jepsen.util - ...' or kv lines '{:process ...}' in a .txt), parquet"
+)
+
+
+def _head(path: str | os.PathLike[str], name: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(SNIFF_BYTES)
+    except OSError as error:
+        raise HistoryError(Position(name), f"cannot read the file: {error.strerror}") from None
+
+
+def _first_line(head: bytes) -> tuple[str, str, int]:
+    """The first non-blank line of the text (left-stripped), the text from there on, its line number."""
+    text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
+    rest = text.lstrip()
+    line_number = text.count("\n", 0, len(text) - len(rest)) + 1
+    return rest.split("\n", 1)[0].rstrip("\r"), rest, line_number
+
+
+def sniff_format(path: str | os.PathLike[str]) -> str:
+    """The format of a history file (one of FORMATS), from its extension and first bytes."""
+    name = display_name(path)
+    head = _head(path, name)
+    extension = os.path.splitext(name)[1].lower()
+    if head.startswith(MAGIC) or extension == ".parquet":
+        return "parquet"
+    first, rest, line_number = _first_line(head)
+    if not first:
+        if extension in EXTENSIONS:
+            return EXTENSIONS[extension]
+        raise HistoryError(
+            Position(name), f"the file is empty: cannot tell its format from it; supported: {SUPPORTED}"
+        )
+    if first.startswith("INFO") and "jepsen.util" in first:
+        return "porcupine"
+    if first.startswith("{:process") and extension == ".txt":
+        return "porcupine"
+    if first.startswith("{") and rest[1:].lstrip()[:1] in ('"', "}"):
+        return "jsonl"
+    if first[0] in "[({#;":
+        return "edn"
+    if extension in EXTENSIONS:  # the content is no format's: let that format's reader say why
+        return EXTENSIONS[extension]
+    raise HistoryError(
+        Position(name, line=line_number),
+        f"cannot tell the history format from the extension or the first bytes; supported: {SUPPORTED}",
+    )
+
+
+def open_history(path: str | os.PathLike[str], fmt: str = "auto") -> tuple[SourceInfo, Iterator[Operation]]:
+    """Open a history: what it is (format, dialect, conventions) and a stream of its operations.
+
+    `fmt` is "auto" (sniff) or one of FORMATS. Raises HistoryError now if the file cannot be
+    read or its format told; malformed content raises HistoryError while iterating.
+    """
+    if fmt != "auto" and fmt not in FORMATS:
+        raise ValueError(f"format must be auto or one of {', '.join(FORMATS)}; got {fmt!r}")
+    name = display_name(path)
+    if fmt == "auto":
+        fmt = sniff_format(path)
+    if fmt == "parquet":
+        conventions, operations = open_parquet(path)
+        return SourceInfo("parquet", conventions, "parquet"), operations
+    head = _head(path, name)
+    if fmt == "jsonl":
+        return SourceInfo("jsonl", dict(CANONICAL_CONVENTIONS), "jsonl"), read_jsonl(path)
+    if fmt == "edn":
+        return SourceInfo("edn", dict(KNOSSOS_CONVENTIONS), "jepsen-edn"), read_edn(path)
+    if kv_first_line(_first_line(head)[0]):
+        return SourceInfo("porcupine", dict(PORCUPINE_KV_CONVENTIONS), "porcupine-kv"), read_kv_log(path)
+    return SourceInfo("porcupine", dict(PORCUPINE_ETCD_CONVENTIONS), "porcupine-etcd"), read_etcd_log(path)

@@ -1,0 +1,156 @@
+"""What every reader shares: source conventions, `SourceInfo`, and building a checked `Operation`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from spark_checks.history import HistoryError, JsonValue, Operation, OpType, Position
+
+FORMATS: Final = ("jsonl", "edn", "porcupine", "parquet")
+"""The history formats the readers accept (`--format` choices besides `auto`)."""
+
+# --- Source conventions ------------------------------------------------------------------------
+# The keys and values below are a contract with the checkers (spark_checks.linearizability):
+#
+#   initial      the value every register (or every key) holds before the first operation.
+#   nil_read     "absent":        an ok read whose value is nil observed the nil value
+#                                 (the register's initial/absent value, or a nil written to it);
+#                "unconstrained": an ok read whose value is nil tells nothing (Knossos: the
+#                                 value was not recorded), so it is legal in every state.
+#   failed_cas   "did-not-happen": a `fail` cas had no effect and nothing is learned from it;
+#                "no-effect":      a `fail` cas executed and returned false: it had no effect
+#                                  and the current value differed from its `from` at that point.
+#   failed_read  "did-not-happen": a `fail` read did not happen (nothing learned);
+#                "unknown":        a `fail` read's outcome is unknown (treat it as `info`).
+
+CANONICAL_CONVENTIONS: Final[Mapping[str, JsonValue]] = {
+    "initial": None,
+    "nil_read": "unconstrained",
+    "failed_cas": "did-not-happen",
+    "failed_read": "did-not-happen",
+}
+KNOSSOS_CONVENTIONS: Final[Mapping[str, JsonValue]] = {
+    "initial": 0,
+    "nil_read": "unconstrained",
+    "failed_cas": "did-not-happen",
+    "failed_read": "did-not-happen",
+}
+PORCUPINE_ETCD_CONVENTIONS: Final[Mapping[str, JsonValue]] = {
+    "initial": None,
+    "nil_read": "absent",
+    "failed_cas": "no-effect",
+    "failed_read": "unknown",
+}
+PORCUPINE_KV_CONVENTIONS: Final[Mapping[str, JsonValue]] = {
+    "initial": "",
+    "nil_read": "unconstrained",
+    "failed_cas": "did-not-happen",
+    "failed_read": "did-not-happen",
+}
+CONVENTION_CHOICES: Final[Mapping[str, tuple[str, ...]]] = {
+    "nil_read": ("absent", "unconstrained"),
+    "failed_cas": ("did-not-happen", "no-effect"),
+    "failed_read": ("did-not-happen", "unknown"),
+}
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """What a reader found out about a history before reading its operations.
+
+    `format` is one of `FORMATS`; `conventions` holds the source's default conventions
+    (keys `initial`, `nil_read`, `failed_cas`, `failed_read`; see the package docstring);
+    `dialect` names the variant within the format: "jsonl", "parquet", "jepsen-edn",
+    "porcupine-etcd" or "porcupine-kv".
+    """
+
+    format: str
+    conventions: dict[str, JsonValue] = field(default_factory=lambda: dict(CANONICAL_CONVENTIONS))
+    dialect: str = ""
+
+
+def display_name(path: str | os.PathLike[str]) -> str:
+    """The file name as given by the caller, for messages."""
+    return os.fspath(path)
+
+
+_TYPES: Final = {t.value: t for t in OpType}
+
+
+def parse_type(raw: object, position: Position) -> OpType:
+    """`invoke`/`ok`/`fail`/`info` (a leading ':' is accepted) or a HistoryError."""
+    if isinstance(raw, str):
+        op_type = _TYPES.get(raw)
+        if op_type is not None:
+            return op_type
+        op_type = _TYPES.get(raw.lstrip(":"))
+        if op_type is not None:
+            return op_type
+    raise HistoryError(position, f"type must be one of invoke, ok, fail, info; got {raw!r}")
+
+
+def check_process(raw: object, position: Position) -> int | str:
+    """A process is an integer client id or a name such as "nemesis"."""
+    if (isinstance(raw, int) and not isinstance(raw, bool)) or isinstance(raw, str):
+        return raw
+    raise HistoryError(position, f"process must be an integer or a name such as nemesis; got {raw!r}")
+
+
+def make_operation(
+    obj: Mapping[str, Any],
+    default_index: int,
+    source: str,
+    line: int | None,
+    expected: str,
+    offset: int | None = None,
+) -> Operation:
+    """Check one decoded op (JSON object or EDN map with keyword keys) and build the Operation.
+
+    `source`, `line` and `offset` make the Position of an error (built only then: this is the
+    hot path of every reader, as are the exact `type(...) is` tests, which also exclude bool).
+    `expected` describes the accepted shape, for the message when fields are missing.
+    """
+    try:
+        process = obj["process"]
+        raw_type = obj["type"]
+        f = obj["f"]
+    except KeyError:
+        missing = [name for name in ("process", "type", "f") if name not in obj]
+        raise HistoryError(
+            Position(source, line, offset), f"{expected}; missing {', '.join(missing)}"
+        ) from None
+    op_type = _TYPES.get(raw_type) if type(raw_type) is str else None
+    if op_type is None:
+        op_type = parse_type(raw_type, Position(source, line, offset))
+    if type(f) is not str:
+        raise HistoryError(
+            Position(source, line, offset), f"f must be a string (a keyword in EDN); got {f!r}"
+        )
+    if type(process) is not int and type(process) is not str:
+        process = check_process(process, Position(source, line, offset))
+    index = obj.get("index", default_index)
+    if type(index) is not int or index < 0:
+        raise HistoryError(
+            Position(source, line, offset), f"index must be a non-negative integer; got {index!r}"
+        )
+    time = obj.get("time")
+    if time is not None and type(time) is not int:
+        raise HistoryError(
+            Position(source, line, offset), f"time must be an integer (nanoseconds) or null; got {time!r}"
+        )
+    return Operation(index, process, op_type, f, obj.get("value"), obj.get("key"), time)
+
+
+def check_conventions(raw: object, position: Position) -> dict[str, JsonValue]:
+    """Conventions stored with a history (Parquet metadata): the four keys with known values."""
+    if not isinstance(raw, dict) or set(raw) != set(CANONICAL_CONVENTIONS):
+        raise HistoryError(
+            position, f"conventions must be an object with keys {', '.join(CANONICAL_CONVENTIONS)}"
+        )
+    for name, choices in CONVENTION_CHOICES.items():
+        if raw[name] not in choices:
+            raise HistoryError(position, f"convention {name} must be one of {', '.join(choices)}")
+    return dict(raw)

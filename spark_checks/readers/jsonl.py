@@ -1,0 +1,116 @@
+"""The canonical history form: JSON Lines, one operation per line (ARCHITECTURE.md, "History format").
+
+Each non-blank line is a JSON object with the fields
+
+    index    non-negative integer; missing -> the operation's position in the file (0-based)
+    time     integer nanoseconds, or missing/null
+    process  integer client id, or a name such as "nemesis"
+    type     "invoke" | "ok" | "fail" | "info"
+    f        the function name: "read", "write", "cas", "send", "poll", "txn", ...
+    value    any JSON value (missing -> null)
+    key      optional: any JSON value, for per-key models
+
+Other fields are ignored. The file is read line by line (never whole), in binary so that a byte
+that is not UTF-8 is reported with its line like any other error.
+
+Conventions: the canonical defaults (`CANONICAL_CONVENTIONS`): Jepsen's semantics with a null
+initial value - a read of null tells nothing ("unconstrained", as in Knossos), and `fail` means
+did not happen, for cas and read alike. The file cannot state other conventions; Parquet can
+(see `spark_checks.readers.parquet`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any, Final
+
+from spark_checks.history import HistoryError, Operation, Position
+from spark_checks.readers._common import display_name, make_operation
+
+EXPECTED: Final = "expected a JSON object with fields index, process, type, f (and value, time, key)"
+
+# The C scanner behind json.loads: one value from a position (no whitespace skipping, no check
+# for trailing text), without the two regex matches `loads` spends on whitespace.
+_scan_once = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> Iterator[Operation]:
+    """Stream the operations of a canonical JSON Lines history."""
+    name = display_name(path)
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed by the with below, inside the generator
+    except OSError as error:
+        raise HistoryError(Position(name), f"cannot read the file: {error.strerror}") from None
+    with handle:
+        ordinal = 0
+        for line_number, raw in enumerate(handle, 1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise HistoryError(
+                    Position(name, line=line_number), f"not UTF-8 text (byte {error.start} of the line)"
+                ) from None
+            start = 0 if text[:1] == "{" else len(text) - len(text.lstrip())
+            if start == len(text):
+                continue  # a blank line
+            try:
+                obj, end = _scan_once(text, start)
+            except StopIteration:
+                raise HistoryError(
+                    Position(name, line=line_number), f"{EXPECTED}; the line is not valid JSON"
+                ) from None
+            except json.JSONDecodeError as error:
+                raise HistoryError(
+                    Position(name, line=line_number),
+                    f"{EXPECTED}; the line is not valid JSON ({error.msg} at column {error.colno})",
+                ) from None
+            if type(obj) is not dict:
+                raise HistoryError(
+                    Position(name, line=line_number), f"{EXPECTED}; got a JSON {type(obj).__name__}"
+                )
+            if end < len(text) and not text[end:].isspace():
+                raise HistoryError(
+                    Position(name, line=line_number),
+                    f"{EXPECTED}; extra text after the object at column {end + 1}",
+                )
+            yield make_operation(obj, ordinal, name, line_number, EXPECTED)
+            ordinal += 1
+
+
+def operation_to_json(operation: Operation) -> dict[str, Any]:
+    """The canonical JSON object of one operation (`time` and `key` only when present)."""
+    obj: dict[str, Any] = {"index": operation.index}
+    if operation.time is not None:
+        obj["time"] = operation.time
+    obj["process"] = operation.process
+    obj["type"] = operation.type.value
+    obj["f"] = operation.f
+    if operation.key is not None:
+        obj["key"] = operation.key
+    obj["value"] = operation.value
+    return obj
+
+
+def write_jsonl(
+    path: str | os.PathLike[str], operations: Iterable[Operation], *, overwrite: bool = False
+) -> int:
+    """Write operations as canonical JSON Lines; return how many were written.
+
+    Refuses to replace an existing file (FileExistsError) unless `overwrite=True`. Values must
+    be JSON-like (dicts with string keys), as every reader produces them.
+    """
+    try:
+        handle = open(path, "w" if overwrite else "x", encoding="utf-8", newline="\n")  # noqa: SIM115
+    except FileExistsError:
+        raise FileExistsError(
+            f"{display_name(path)} already exists; refusing to overwrite it (pass overwrite=True)"
+        ) from None
+    count = 0
+    with handle:
+        for operation in operations:
+            handle.write(json.dumps(operation_to_json(operation), ensure_ascii=False, allow_nan=False))
+            handle.write("\n")
+            count += 1
+    return count

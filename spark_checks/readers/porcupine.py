@@ -1,0 +1,153 @@
+"""Porcupine's test-data log formats (github.com/anishathalye/porcupine, `test_data/`).
+
+Both are read line by line; blank lines are skipped, and any other line that does not have the
+shape below is an error naming its line. `index` is the operation's position in the file.
+
+(a) etcd Jepsen logs, `test_data/jepsen/etcd_NNN.log` (dialect "porcupine-etcd")::
+
+        INFO  jepsen.util - <process>\t:<type>\t:<f>\t<value>
+
+    The fields are separated by tabs or by runs of spaces (both occur). `<process>` is an
+    integer or a keyword (`:nemesis`); `<value>` is an EDN form: `nil`, an integer, `[from to]`
+    for `:cas`, or a keyword error marker such as `:timed-out` (the variants in the 103 files:
+    `:invoke :read nil`, `:invoke :write 3`, `:invoke :cas [3 0]`, `:ok :read 3|nil`,
+    `:ok :write 3`, `:ok|:fail :cas [3 0]`, `:info :write|:cas :timed-out`,
+    `:fail :read :timed-out`).
+
+    A `:fail` or `:info` completion whose value is a keyword (`:timed-out`) does not say whether
+    the operation took effect, so this reader makes it an `info` completion with value None: the
+    keyword is an error marker, not a register value. This converts the `:fail :read :timed-out`
+    lines into `info`, exactly what Porcupine's parser does (it gives them an "unknown" output),
+    and matches its handling of `:info` lines (ignored, so the call stays open to the end).
+
+    Conventions (PORCUPINE_ETCD_CONVENTIONS, from shared/histories/porcupine/MANIFEST.tsv and
+    checker-anchors.md 1.3): initial value nil ("single register, init nil"); a nil read observes
+    the nil value ("absent"); a `:fail :cas` means the CAS executed and returned false ("no-effect":
+    the model requires `state != from`), unlike Knossos where :fail means it did not happen; a
+    `:fail :read` is "unknown" (in these files only with `:timed-out`, already made `info` above).
+
+(b) kv logs, `test_data/kv/cNN-{ok,bad}.txt` (dialect "porcupine-kv"): one EDN map per line,
+    `{:process 0, :type :invoke, :f :append, :key "0", :value "x 0 0 y"}`, with `:f` one of
+    `:get`, `:put`, `:append` and `:value nil` on a get's invocation. Only `:invoke`/`:ok` lines;
+    an invocation that never returns is pending to the end of the history.
+
+    Conventions (PORCUPINE_KV_CONVENTIONS): every key initially holds "" (the empty string);
+    nil_read "unconstrained" (a get's completion is always a string here; Porcupine's parser
+    would ignore a nil one, leaving the get unknown); failed_cas and failed_read
+    "did-not-happen" (no :fail lines occur).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from typing import Any, BinaryIO, Final
+
+from spark_checks.history import HistoryError, Operation, OpType, Position
+from spark_checks.readers._common import display_name, make_operation, parse_type
+from spark_checks.readers.edn import iter_forms
+
+ETCD_SHAPE: Final = "INFO  jepsen.util - <process> :<type> :<f> <value>"
+KV_SHAPE: Final = '{:process p, :type :invoke|:ok, :f :get|:put|:append, :key "k", :value v}'
+
+_ETCD_LINE = re.compile(
+    r"INFO\s+jepsen\.util\s+-\s+(-?\d+|:[^\s:]+)\s+(:[a-z]+)\s+(:[^\s]+)(?:\s+(.*?))?\s*",
+)
+_INT = re.compile(r"-?\d+")
+_PAIR = re.compile(r"\[\s*(-?\d+|nil)[\s,]+(-?\d+|nil)\s*\]")
+
+
+def _etcd_value(text: str | None, position: Position) -> tuple[Any, bool]:
+    """(value, is_error_marker): fast paths for nil/int/[a b], else any single EDN form."""
+    if text is None or text == "nil":
+        return None, False
+    if _INT.fullmatch(text):
+        return int(text), False
+    pair = _PAIR.fullmatch(text)
+    if pair:
+        return [None if g == "nil" else int(g) for g in pair.groups()], False
+    if text.startswith(":"):
+        return text[1:], True
+    try:
+        forms = [value for value, _line in iter_forms([text], position.file, first_line=position.line or 1)]
+    except HistoryError as error:
+        raise HistoryError(position, f"the value is not valid EDN: {error.message}") from None
+    if len(forms) != 1:
+        raise HistoryError(position, f"expected one value after the function; got {text!r}")
+    return forms[0], False
+
+
+def read_etcd_log(path: str | os.PathLike[str]) -> Iterator[Operation]:
+    """Stream the operations of a Porcupine etcd Jepsen log."""
+    name = display_name(path)
+    with _open_lines(path, name) as lines:
+        ordinal = 0
+        for line_number, raw in enumerate(lines, 1):
+            text = _decode_line(raw, name, line_number)
+            if not text or text.isspace():
+                continue
+            position = Position(name, line=line_number)
+            match = _ETCD_LINE.fullmatch(text.rstrip("\r\n"))
+            if match is None:
+                raise HistoryError(
+                    position, f"unknown Porcupine line shape: expected {ETCD_SHAPE!r}; got {_clip(text)!r}"
+                )
+            raw_process, raw_type, raw_f, raw_value = match.groups()
+            process: int | str = int(raw_process) if raw_process[0] != ":" else raw_process[1:]
+            op_type = parse_type(raw_type, position)
+            value, is_marker = _etcd_value(raw_value, position)
+            if is_marker and (op_type is OpType.FAIL or op_type is OpType.INFO):
+                op_type, value = OpType.INFO, None  # e.g. :timed-out: the outcome is unknown
+            yield Operation(index=ordinal, process=process, type=op_type, f=raw_f[1:], value=value)
+            ordinal += 1
+
+
+def read_kv_log(path: str | os.PathLike[str]) -> Iterator[Operation]:
+    """Stream the operations of a Porcupine kv log (one EDN map per line)."""
+    name = display_name(path)
+    with _open_lines(path, name) as lines:
+        ordinal = 0
+        for line_number, raw in enumerate(lines, 1):
+            text = _decode_line(raw, name, line_number)
+            if not text or text.isspace():
+                continue
+            position = Position(name, line=line_number)
+            try:
+                forms = [value for value, _line in iter_forms([text], name, first_line=line_number)]
+            except HistoryError as error:
+                raise HistoryError(
+                    position, f"unknown Porcupine kv line shape: expected {KV_SHAPE}; {error.message}"
+                ) from None
+            if len(forms) != 1 or not isinstance(forms[0], dict) or "key" not in forms[0]:
+                raise HistoryError(
+                    position, f"unknown Porcupine kv line shape: expected {KV_SHAPE}; got {_clip(text)!r}"
+                )
+            yield make_operation(forms[0], ordinal, name, line_number, f"expected {KV_SHAPE}")
+            ordinal += 1
+
+
+def kv_first_line(first_line: str) -> bool:
+    """Whether a Porcupine file is a kv log (its first non-blank line is an EDN map)."""
+    return first_line.lstrip().startswith("{")
+
+
+def _open_lines(path: str | os.PathLike[str], name: str) -> BinaryIO:
+    try:
+        return open(path, "rb")  # the caller closes it (with)
+    except OSError as error:
+        raise HistoryError(Position(name), f"cannot read the file: {error.strerror}") from None
+
+
+def _decode_line(raw: bytes, name: str, line_number: int) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise HistoryError(
+            Position(name, line=line_number), f"not UTF-8 text (byte {error.start} of the line)"
+        ) from None
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    text = text.rstrip("\r\n")
+    return text if len(text) <= limit else text[: limit - 3] + "..."

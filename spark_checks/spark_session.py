@@ -1,0 +1,76 @@
+"""Starting Spark the way kafkaspec needs it: local by default, loopback only, quiet.
+
+`spark_session(master)` returns a session bound to 127.0.0.1 with the UI and console
+progress bars off and logs at ERROR (a log4j2 file written to a temporary folder, since
+`setLogLevel` acts only after start-up). `master=None` means `local[2]`; any Spark master URL
+(`spark://host:7077`, `local[4]`) runs the same job unchanged. The Python workers use the
+interpreter running kafkaspec (`PYSPARK_PYTHON`), or they would lose this environment's
+packages.
+
+Environment notes measured on this kind of machine (../shared/research/env-probe.md): a
+session costs about 10 s to start (`-XX:TieredStopAtLevel=1` trims it); `pandas<3` avoids
+PySpark's FutureWarning and is faster for `applyInPandas`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[2]"
+
+_LOG4J2 = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
+# An explicit org.apache.spark level equal to root suppresses the start-up banner.
+logger.spark.name = org.apache.spark
+logger.spark.level = error
+"""
+
+
+def _log4j2_file() -> Path:
+    folder = Path(tempfile.gettempdir()) / "kafkaspec-spark"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "log4j2.properties"
+    if not path.exists() or path.read_text() != _LOG4J2:
+        path.write_text(_LOG4J2)
+    return path
+
+
+def spark_session(master: str | None = None, app_name: str = "kafkaspec-verify") -> SparkSession:
+    """A SparkSession for verification jobs (see the module docstring)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    java_options = (
+        f"-Dlog4j2.configurationFile=file:{_log4j2_file()} -XX:TieredStopAtLevel=1 -XX:-UsePerfData"
+    )
+    builder = (
+        SparkSession.builder.appName(app_name)
+        .master(master or DEFAULT_MASTER)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.driver.extraJavaOptions", java_options)
+        .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
+    )
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session

@@ -1,0 +1,262 @@
+"""Both engines give identical verdicts and evidence; the reports and the `verify` command."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafkaspec.cli import main
+from spark_checks.engine import HistoryReport, VerifyOptions, verify_history
+from spark_checks.history import Verdict
+from spark_checks.kafka_histories import KafkaHistoryBuilder, generate_history
+from spark_checks.readers import write_jsonl, write_parquet
+from spark_checks.report import evidence_indices, html_report
+
+HISTORIES = Path(__file__).resolve().parents[3] / "shared" / "histories"
+KNOWN = [
+    HISTORIES / "knossos/data/cas-register/bad/bad-analysis.edn",
+    HISTORIES / "knossos/data/cas-register/good/memstress3-20.edn",
+    HISTORIES / "knossos/data/multi-register/good/multi-register.edn",
+    HISTORIES / "porcupine/test_data/jepsen/etcd_000.log",
+    HISTORIES / "porcupine/test_data/jepsen/etcd_040.log",
+    HISTORIES / "porcupine/test_data/kv/c10-ok.txt",
+    HISTORIES / "porcupine/test_data/kv/c10-bad.txt",
+]
+
+
+def comparable(report: HistoryReport) -> list[dict[str, Any]]:
+    """Everything of a report that must not depend on the engine (not timings)."""
+    return [
+        {
+            "part": result.partition,
+            "verdict": result.verdict,
+            "operations": result.operations,
+            "evidence": {k: v for k, v in result.evidence.items() if k not in {"seconds"}},
+            "conventions": result.conventions,
+        }
+        for result in report.results
+    ]
+
+
+@pytest.fixture(scope="module")
+def kafka_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("kafka")
+    files = {
+        "valid": folder / "valid.jsonl",
+        "anomalies": folder / "anomalies.jsonl",
+        "parquet": folder / "anomalies.parquet",
+        "txn": folder / "txn.jsonl",
+    }
+    write_jsonl(files["valid"], generate_history(3000, 6, seed=11))
+    injected = ["lost-write", "duplicate", "poll-skip", "nonmonotonic-poll", "inconsistent-offsets"]
+    write_jsonl(files["anomalies"], generate_history(3000, 6, seed=12, anomalies=injected))
+    write_parquet(files["parquet"], generate_history(3000, 6, seed=12, anomalies=injected))
+    builder = KafkaHistoryBuilder()
+    builder.invoke(1, "txn", [["send", "x", 1], ["poll"]])
+    builder.invoke(2, "txn", [["send", "y", 2], ["poll"]])
+    builder.complete(1, "ok", [["send", "x", [0, 1]], ["poll", {"y": [[0, 2]]}]])
+    builder.complete(2, "ok", [["send", "y", [0, 2]], ["poll", {"x": [[0, 1]]}]])
+    write_jsonl(files["txn"], builder.operations)
+    return files
+
+
+def test_local_engine_on_generated_kafka_histories(kafka_files):
+    valid = verify_history(kafka_files["valid"], VerifyOptions(engine="local"))
+    assert valid.model == "kafka"
+    assert valid.verdict is Verdict.VALID
+    broken = verify_history(kafka_files["anomalies"], VerifyOptions(engine="local"))
+    assert broken.verdict is Verdict.INVALID
+    found = set().union(*(r.evidence.get("anomaly_counts", {}).keys() for r in broken.results))
+    assert {"lost-write", "duplicate", "poll-skip", "nonmonotonic-poll", "inconsistent-offsets"} <= found
+
+
+def test_cross_key_cycles_are_found_by_the_cycle_part(kafka_files):
+    report = verify_history(kafka_files["txn"], VerifyOptions(engine="local"))
+    assert report.verdict is Verdict.INVALID
+    cycles = [r for r in report.results if r.partition == "cross-key cycles"]
+    assert len(cycles) == 1
+    assert "G1c" in cycles[0].evidence["anomalies"]
+    assert all(r.verdict is Verdict.VALID for r in report.results if r is not cycles[0])
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_spark_and_local_engines_agree(spark, kafka_files):
+    paths = [
+        *KNOWN,
+        kafka_files["valid"],
+        kafka_files["anomalies"],
+        kafka_files["parquet"],
+        kafka_files["txn"],
+    ]
+    for path in paths:
+        local = verify_history(path, VerifyOptions(engine="local"))
+        distributed = verify_history(path, VerifyOptions(engine="spark"), spark=spark)
+        assert distributed.engine == "spark"
+        assert (local.model, local.verdict, local.operations) == (
+            distributed.model,
+            distributed.verdict,
+            distributed.operations,
+        ), path
+        assert comparable(local) == comparable(distributed), path
+
+
+@pytest.mark.spark
+def test_spark_engine_reports_malformed_input_with_its_line(spark, tmp_path):
+    path = tmp_path / "broken.jsonl"
+    lines = [
+        '{"index": 0, "process": 0, "type": "invoke", "f": "write", "value": 1}',
+        '{"index": 1, "process": 0, "type": "ok", "f": "write", "value": 1}',
+        '{"index": 2, "process": 0, "type": "invoke", "f": "read"',
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(Exception, match=r"broken\.jsonl:3"):
+        verify_history(path, VerifyOptions(engine="spark"), spark=spark)
+
+
+def test_evidence_indices_name_operations_not_offsets():
+    evidence = {
+        "unlinearizable": [12, 13],
+        "longest_linearizable_prefix": [0, 3],
+        "anomalies": {"lost-write": [{"key": "7", "offset": 99, "value": 5, "op": {"invoke_index": 4}}]},
+    }
+    assert evidence_indices(evidence) == {12, 13, 4}
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exit_info:
+        main(list(argv))
+    captured = capsys.readouterr()
+    code = exit_info.value.code
+    return (code if isinstance(code, int) else 0), captured.out, captured.err
+
+
+def test_verify_exit_codes_and_json(capsys, kafka_files):
+    code, out, _ = run_cli(capsys, "verify", str(KNOWN[0]), "--engine", "local", "--json")
+    assert code == 1
+    document = json.loads(out)
+    (history,) = document["histories"]
+    assert history["verdict"] == "invalid"
+    assert history["conventions"]["initial"] == 0  # the Knossos convention, stated in the report
+    assert history["failing"][0]["evidence"]["unlinearizable"]
+
+    code, out, _ = run_cli(capsys, "verify", str(KNOWN[1]), str(kafka_files["valid"]), "--engine", "local")
+    assert code == 0
+    assert "VALID" in out
+
+
+def test_verify_unknown_when_the_budget_runs_out(capsys):
+    hard = HISTORIES / "porcupine/test_data/kv/c50-bad.txt"
+    code, out, _ = run_cli(
+        capsys, "verify", str(hard), "--engine", "local", "--max-seconds", "0.01", "--json"
+    )
+    document = json.loads(out)
+    assert code in {1, 3}
+    verdicts = {part["verdict"] for part in document["histories"][0]["failing"]}
+    assert "unknown" in verdicts or document["verdict"] == "invalid"
+
+
+def test_verify_conventions_flags_change_the_verdict(capsys):
+    # etcd_000 is not linearizable under its own conventions; the flags are applied and reported.
+    etcd = str(KNOWN[3])
+    code, out, _ = run_cli(
+        capsys, "verify", etcd, "--engine", "local", "--json", "--failed-cas", "did-not-happen"
+    )
+    conventions = json.loads(out)["histories"][0]["conventions"]
+    assert conventions["failed_cas"] == "did-not-happen"
+    assert code in {0, 1}
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["verify", "/no/such/file.jsonl"], "no such file"),
+        (["verify", "x.jsonl", "--engine", "warp"], "--engine"),
+        (["verify", "x.jsonl", "--initial", "{bad"], "--initial must be a JSON literal"),
+        (["verify", "x.jsonl", "--model", "queue"], "--model"),
+    ],
+)
+def test_verify_bad_input_is_one_line_and_exit_2(capsys, argv, fragment):
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2
+    assert err.count("\n") == 1 and fragment in err
+    assert "Traceback" not in err
+
+
+def test_verify_malformed_history_names_file_and_line(capsys, tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(
+        '{"index": 0, "process": 0, "type": "invoke", "f": "read"}\n{"index": 1, "process": 0, "typ'
+    )
+    code, _, err = run_cli(capsys, "verify", str(path), "--engine", "local")
+    assert code == 2
+    assert f"{path}:2" in err
+
+
+def test_report_is_never_overwritten(capsys, tmp_path):
+    existing = tmp_path / "report.html"
+    existing.write_text("mine")
+    code, _, err = run_cli(capsys, "verify", str(KNOWN[0]), "--report", str(existing))
+    assert code == 2
+    assert "already exists" in err
+    assert existing.read_text() == "mine"
+
+
+def chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def test_html_report_renders_in_headless_chromium(capsys, tmp_path, kafka_files):
+    browser = chromium()
+    if browser is None:
+        pytest.skip("no Chromium on this machine (.ci/run installs Debian's chromium)")
+    page = tmp_path / "report.html"
+    code, out, _ = run_cli(
+        capsys,
+        "verify",
+        str(KNOWN[0]),
+        str(kafka_files["anomalies"]),
+        "--engine",
+        "local",
+        "--report",
+        str(page),
+    )
+    assert code == 1
+    assert "report:" in out
+    text = page.read_text()
+    assert "http://" not in text.replace("http://www.w3.org/2000/svg", "")  # self-contained
+    dom = subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    ).stdout
+    assert 'data-rendered="yes"' in dom  # the inline script ran to the end without an error
+    assert dom.count("<svg") == 2  # one timeline per history
+    assert 'class="op ok bad"' in dom or "op ok bad" in dom  # the evidence is highlighted
+
+
+def test_html_report_from_results_alone():
+    report = verify_history(KNOWN[0], VerifyOptions(engine="local"), keep_history=True)
+    assert report.history is not None
+    page = html_report([report], [report.history])
+    assert "INVALID" in page and "unlinearizable" in page
