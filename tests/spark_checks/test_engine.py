@@ -184,6 +184,7 @@ def test_verify_conventions_flags_change_the_verdict(capsys):
 def test_verify_bad_input_is_one_line_and_exit_2(capsys, argv, fragment):
     code, out, err = run_cli(capsys, *argv)
     assert code == 2
+    assert out == ""
     assert err.count("\n") == 1 and fragment in err
     assert "Traceback" not in err
 
