@@ -1,0 +1,153 @@
+"""`kafkaspec verify` at scale: Spark vs just reading the file, the local engine, driver memory.
+
+Usage: python -m bench.verify_scale [--sizes 100000,1000000,10000000] [--keys 1000] [--folder DIR]
+                                    [--local-max 2000000] [--master URL]
+
+For each size (operations, i.e. invocations + completions) it generates a Kafka history over
+`--keys` topic-partitions (kept in `--folder` and reused on later runs), then measures, side by
+side in one run and one SparkSession:
+
+* `spark verify`: the whole Spark engine (parse, pair per process, split per key, check, gather);
+* `spark read+count`: the time Spark needs just to read the same file and count its lines, and
+  to parse every line as JSON and count (the floor any Spark job on this file pays);
+* their ratio (target <= 3);
+* the local engine's operations per second (sizes up to `--local-max`);
+* the driver's peak resident memory during each Spark verification (target: flat as the
+  history grows), sampled from /proc every 50 ms.
+
+Target from the issue: 10^7 operations verified in under 60 s on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import partial
+from pathlib import Path
+from typing import TypeVar
+
+from spark_checks.engine import VerifyOptions, verify_history
+from spark_checks.kafka_histories import generate_history
+from spark_checks.readers import write_jsonl
+from spark_checks.spark_session import spark_session
+
+T = TypeVar("T")
+
+
+def resident_bytes() -> int:
+    """This process's current resident set size."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+@contextmanager
+def peak_resident() -> Iterator[list[int]]:
+    """Samples RSS every 50 ms while the block runs; the list gets [baseline, peak]."""
+    result = [resident_bytes(), 0]
+    stop = threading.Event()
+
+    def sample() -> None:
+        peak = result[0]
+        while not stop.wait(0.05):
+            peak = max(peak, resident_bytes())
+        result[1] = max(peak, resident_bytes())
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        yield result
+    finally:
+        stop.set()
+        sampler.join()
+
+
+def timed(action: Callable[[], T]) -> tuple[float, T]:
+    started = time.perf_counter()
+    value = action()
+    return time.perf_counter() - started, value
+
+
+def history_file(folder: Path, operations: int, keys: int) -> Path:
+    path = folder / f"kafka-{operations}-ops-{keys}-keys.jsonl"
+    if not path.exists():
+        started = time.perf_counter()
+        unfinished = path.with_suffix(".partial")
+        unfinished.unlink(missing_ok=True)
+        write_jsonl(
+            unfinished, generate_history(operations // 2, keys, seed=operations, anomalies=["lost-write"])
+        )
+        unfinished.rename(path)
+        megabytes = path.stat().st_size / 1e6
+        print(f"  generated {path.name} ({megabytes:.0f} MB) in {time.perf_counter() - started:.0f} s")
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100000,1000000,10000000")
+    parser.add_argument("--keys", type=int, default=1000)
+    parser.add_argument("--folder", type=Path, default=Path("/tmp/kafkaspec-bench"))
+    parser.add_argument("--local-max", type=int, default=2_000_000)
+    parser.add_argument("--master", default=None)
+    arguments = parser.parse_args()
+    sizes = [int(size) for size in arguments.sizes.split(",")]
+    arguments.folder.mkdir(parents=True, exist_ok=True)
+    print(f"{os.cpu_count()} cores; histories in {arguments.folder}")
+    files = {size: history_file(arguments.folder, size, arguments.keys) for size in sizes}
+
+    spark = spark_session(arguments.master)
+    spark.range(10).count()  # start-up and first-job costs are not part of any measurement
+
+    def read_and_count(path: str) -> int:
+        return spark.read.text(path).count()
+
+    def parse_and_count(path: str) -> int:
+        parsed = spark.read.text(path).selectExpr("try_parse_json(value) AS v")
+        return parsed.filter("v IS NOT NULL").count()
+
+    rows = []
+    for size in sizes:
+        path = str(files[size])
+        read_seconds, _ = timed(partial(read_and_count, path))
+        parse_seconds, _ = timed(partial(parse_and_count, path))
+        with peak_resident() as memory:
+            verify_seconds, report = timed(
+                partial(verify_history, path, VerifyOptions(engine="spark"), spark)
+            )
+        rows.append((size, verify_seconds, read_seconds, parse_seconds, memory[1], report.verdict.value))
+    spark.stop()
+
+    local: dict[int, float] = {}
+    for size in sizes:
+        if size <= arguments.local_max:
+            seconds, _ = timed(partial(verify_history, files[size], VerifyOptions(engine="local")))
+            local[size] = size / seconds
+
+    print()
+    header = f"{'operations':>12} {'spark verify':>13} {'read+count':>11} {'ratio':>6}"
+    header += f" {'parse+count':>12} {'ratio':>6}"
+    print(f"{header} {'local ops/s':>12} {'driver peak':>12} {'verdict':>8}")
+    for size, verify_seconds, read_seconds, parse_seconds, peak, verdict in rows:
+        local_rate = f"{local[size]:,.0f}" if size in local else "-"
+        ratios = f"{verify_seconds / read_seconds:>6.1f} {parse_seconds:>11.1f}s"
+        ratios += f" {verify_seconds / parse_seconds:>6.1f}"
+        print(
+            f"{size:>12,} {verify_seconds:>12.1f}s {read_seconds:>10.1f}s {ratios} {local_rate:>12} "
+            f"{peak / 2**20:>10.0f}MB {verdict:>8}"
+        )
+    largest = rows[-1]
+    print(
+        f"\ntarget: ratio verify / read+count <= 3; largest size {largest[0]:,} ops in {largest[1]:.0f} s "
+        "(target 10^7 ops < 60 s); driver peak memory should stay flat across sizes"
+    )
+
+
+if __name__ == "__main__":
+    main()
