@@ -24,6 +24,7 @@ import math
 import os
 import tempfile
 import time
+import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -295,75 +296,82 @@ def _operation_from_row(row: dict[str, Any]) -> Operation:
     )
 
 
-def _pair_group(source: str) -> Callable[[Any], Any]:
-    """The per-process task: sort one process's operations and pair them into calls.
+SPARK_BUCKETS = 16
+"""Parts are checked in this many Spark tasks (each checks many parts): one pandas call per
+part would cost more than most parts take to check."""
 
-    `pair_calls` on one process's operations gives exactly the calls it gives for that
-    process in the whole history: pairing never looks across processes."""
+PIECE_SCHEMA = f"{CALL_SCHEMA}, bucket int, kind string, fact_key string, fact_value string"
 
-    def pair(frame: Any) -> Any:
-        import pandas as pd
+
+def _typed_frame(rows: list[dict[str, Any]], schema: str) -> Any:
+    """A pandas frame with exactly `schema`'s columns and dtypes that Arrow converts without
+    guessing (nullable integers, object strings), whatever values are missing."""
+    import pandas as pd
+
+    dtypes = {}
+    for column in schema.split(", "):
+        name, kind = column.split()
+        dtypes[name] = {"long": "Int64", "int": "Int32", "double": "float64"}.get(kind, "object")
+    return pd.DataFrame(rows, columns=list(dtypes)).astype(dtypes)
+
+
+def part_bucket(key_json: str, buckets: int = SPARK_BUCKETS) -> int:
+    """The task a part is checked in (a stable hash: Python's own is salted per process)."""
+    return zlib.crc32(key_json.encode("utf-8")) % buckets
+
+
+def _pair_and_split(plan: Plan, source: str) -> Callable[[Any], Any]:
+    """The per-process task: sort one process's operations, pair them into calls (exactly the
+    calls `pair_calls` gives for this process in the whole history: pairing never looks across
+    processes), split the calls into their parts, and emit the committed-info facts of Kafka
+    calls. One output, told apart by `kind`: piece, read, sent or error."""
+
+    def task(frame: Any) -> Any:
 
         rows = frame.sort_values("index").to_dict("records")
         out: list[dict[str, Any]] = []
         try:
-            operations = (_operation_from_row(row) for row in rows)
-            out.extend({**call_to_row("", call), "error": None} for call in pair_calls(operations, source))
+            calls = list(pair_calls((_operation_from_row(row) for row in rows), source))
+            pieces = [*split_calls(plan, calls), *((CYCLES_PART, call) for call in cycle_calls(plan, calls))]
+            out.extend(
+                {**call_to_row(key_json, piece), "bucket": part_bucket(key_json), "kind": "piece"}
+                for key_json, piece in pieces
+            )
+            if plan.model == "kafka":
+                for call in calls:
+                    reads, sends = kafka_checker.commit_facts(call)
+                    out.extend(
+                        {"kind": "read", "fact_key": _json(k), "fact_value": _json(v), "invoke_index": -1}
+                        for k, v in reads
+                    )
+                    out.extend(
+                        {
+                            "kind": "sent",
+                            "fact_key": _json(k),
+                            "fact_value": _json(v),
+                            "invoke_index": call.invoke_index,
+                        }
+                        for k, v in sends
+                    )
         except (HistoryError, ValueError, KeyError) as error:
-            out = [{"part": None, "error": str(error)}]
-        return pd.DataFrame(out, columns=CALL_COLUMNS)
+            out = [{"kind": "error", "error": str(error)}]
+        return _typed_frame(out, PIECE_SCHEMA)
 
-    return pair
-
-
-def _split_batches(plan: Plan) -> Callable[[Iterable[Any]], Iterator[Any]]:
-    """The split task: each call becomes one row per part it belongs to."""
-
-    def split(frames: Iterable[Any]) -> Iterator[Any]:
-        import pandas as pd
-
-        for frame in frames:
-            calls = [row_to_call(row) for row in frame.to_dict("records")]
-            rows = [
-                {**call_to_row(key_json, call), "error": None} for key_json, call in split_calls(plan, calls)
-            ]
-            rows.extend(
-                {**call_to_row(CYCLES_PART, call), "error": None} for call in cycle_calls(plan, calls)
-            )
-            yield pd.DataFrame(rows, columns=CALL_COLUMNS)
-
-    return split
+    return task
 
 
-def _commit_fact_batches(frames: Iterable[Any]) -> Iterator[Any]:
-    """Per call: the (key, value) pairs it read (ok) or sent (info), for the committed-info join."""
-    import pandas as pd
+def _check_bucket(plan: Plan) -> Callable[[Any], Any]:
+    """The per-bucket task: rebuild each part's calls and check the parts one by one."""
 
-    for frame in frames:
-        rows: list[dict[str, Any]] = []
+    def task(frame: Any) -> Any:
+
+        parts: dict[str, list[Call]] = defaultdict(list)
         for row in frame.to_dict("records"):
-            call = row_to_call(row)
-            reads, sends = kafka_checker.commit_facts(call)
-            rows.extend({"kind": "read", "k": _json(k), "v": _json(v), "invoke_index": -1} for k, v in reads)
-            rows.extend(
-                {"kind": "sent", "k": _json(k), "v": _json(v), "invoke_index": call.invoke_index}
-                for k, v in sends
-            )
-        yield pd.DataFrame(rows, columns=["kind", "k", "v", "invoke_index"])
+            parts[row["part"]].append(row_to_call(row))
+        results = [result_to_row(check_part(plan, part, calls)) for part, calls in parts.items()]
+        return _typed_frame(results, RESULT_SCHEMA)
 
-
-def _check_group(plan: Plan) -> Callable[[Any], Any]:
-    """The per-part task: rebuild the calls and check them."""
-
-    def check(frame: Any) -> Any:
-        import pandas as pd
-
-        rows = frame.to_dict("records")
-        calls = [row_to_call(row) for row in rows]
-        result = check_part(plan, rows[0]["part"], calls)
-        return pd.DataFrame([result_to_row(result)])
-
-    return check
+    return task
 
 
 def _operations_frame(
@@ -416,24 +424,44 @@ def verify_spark(
         for _ in readers.open_history(file, info.format)[1]:
             pass
         raise HistoryError(Position(str(file)), "malformed operation (Spark could not parse a line)")
+    operations_frame = frame.drop("malformed")
+    if plan.model == "kafka":
+        plan = plan.with_kafka_context(_spark_kafka_prelude(operations_frame, str(file)))
     if progress is not None:
-        progress("pairing calls per process")
-    calls = (
-        frame.drop("malformed").groupBy("process").applyInPandas(_pair_group(str(file)), CALL_SCHEMA).cache()
+        progress("pairing and splitting calls per process")
+    pieces = (
+        operations_frame.groupBy("process")
+        .applyInPandas(_pair_and_split(plan, str(file)), PIECE_SCHEMA)
+        .cache()
     )
-    errors = calls.filter("error IS NOT NULL").select("error").limit(1).collect()
+    errors = pieces.filter("kind = 'error'").select("error").limit(1).collect()
     if errors:
         raise HistoryError(Position(str(file)), str(errors[0]["error"]).split(": ", 1)[-1])
-    if plan.model == "kafka":
-        plan = plan.with_kafka_context(_spark_kafka_context(calls))
+    if plan.model == "kafka" and plan.kafka is not None:
+        reads = pieces.filter("kind = 'read'").select("fact_key", "fact_value").distinct()
+        sent = pieces.filter("kind = 'sent'").select("fact_key", "fact_value", "invoke_index")
+        committed = sent.join(reads, ["fact_key", "fact_value"]).select("invoke_index").distinct().collect()
+        context = plan.kafka
+        plan = plan.with_kafka_context(
+            KafkaContext(
+                context.subscriptions,
+                context.sub_via,
+                frozenset(int(row["invoke_index"]) for row in committed),
+                context.has_transactions,
+            )
+        )
     if progress is not None:
         progress("checking parts")
-    pieces = calls.mapInPandas(_split_batches(plan), CALL_SCHEMA)
-    results = pieces.drop("error").groupBy("part").applyInPandas(_check_group(plan), RESULT_SCHEMA)
-    rows = [row.asDict() for row in results.collect()]
-    calls.unpersist()
+    checked_rows = (
+        pieces.filter("kind = 'piece'")
+        .select(*CALL_COLUMNS, "bucket")
+        .groupBy("bucket")
+        .applyInPandas(_check_bucket(plan), RESULT_SCHEMA)
+        .collect()
+    )
+    pieces.unpersist()
     frame.unpersist()
-    checked = [row_to_result(row) for row in rows]
+    checked = [row_to_result(row.asDict()) for row in checked_rows]
     return sorted(checked, key=_result_order)
 
 
@@ -442,25 +470,21 @@ def _result_order(result: CheckResult) -> str:
     return partition if partition == CYCLES_PART else partition_key_json(partition)
 
 
-def _spark_kafka_context(calls: DataFrame) -> KafkaContext:
-    """`kafka_context` computed with Spark: only the small facts reach the driver."""
+def _spark_kafka_prelude(operations: DataFrame, source: str) -> KafkaContext:
+    """The Kafka facts that are small and cheap to get with Spark SQL before pairing: the
+    assign/subscribe calls (paired on the driver: there are few) and whether any transaction
+    exists. The committed-info facts come later, from the pairing stage."""
     from pyspark.sql import functions as F  # noqa: N812 (Spark's convention)
 
-    subscription_rows = calls.filter(F.col("f").isin(*kafka_checker.SUBSCRIPTION_FUNCTIONS)).collect()
-    subscriptions = tuple(
-        sorted((row_to_call(row.asDict()) for row in subscription_rows), key=lambda call: call.invoke_index)
+    rows = (
+        operations.filter(F.col("f").isin(*kafka_checker.SUBSCRIPTION_FUNCTIONS)).orderBy("index").collect()
     )
-    has_transactions = calls.filter(F.col("f") == "txn").limit(1).count() > 0
-    facts = calls.filter(F.col("outcome").isin("ok", "info")).mapInPandas(
-        _commit_fact_batches, "kind string, k string, v string, invoke_index long"
-    )
-    reads = facts.filter("kind = 'read'").select("k", "v").distinct()
-    sent = facts.filter("kind = 'sent'").select("k", "v", "invoke_index")
-    committed = sent.join(reads, ["k", "v"], "inner").select("invoke_index").distinct().collect()
+    subscriptions = tuple(pair_calls((_operation_from_row(row.asDict()) for row in rows), source))
+    has_transactions = operations.filter(F.col("f") == "txn").limit(1).count() > 0
     return KafkaContext(
-        subscriptions=subscriptions,
+        subscriptions=tuple(sorted(subscriptions, key=lambda call: call.invoke_index)),
         sub_via=tuple(sorted({call.f for call in subscriptions if call.outcome is not Outcome.FAIL})),
-        committed_info=frozenset(int(row["invoke_index"]) for row in committed),
+        committed_info=frozenset(),
         has_transactions=has_transactions,
     )
 

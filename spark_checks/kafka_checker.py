@@ -516,6 +516,8 @@ def _collect(calls: Iterable[Call], only: Key | None) -> _Collected:
             out.sub_via_seen.add(f)
             if call.outcome is _FAIL:
                 continue
+            if not last_reads.get(call.process) and not last_sends.get(call.process):
+                continue  # nothing tracked for this process: the assignment changes nothing here
             value = _value_of(call)
             named = {_norm_key(k) for k in value} if isinstance(value, list) else set()
             for table in (last_reads, last_sends):
