@@ -34,6 +34,14 @@ Durability and recovery (`LogLoader`)
     recovery point; scanning everything costs a read of the log on open and buys the
     guarantee that a corrupt record is never served.
 
+    Other files a crash can leave half-done: the leader-epoch checkpoint is written *before*
+    the records of a new epoch (as `UnifiedLog.append` assigns the epoch first), so after a
+    crash it is trimmed to the recovered log end; `close()` leaves a `.kafka_cleanshutdown`
+    marker (removed by `open`) so a clean restart keeps the cache exactly as it was;
+    `truncate_fully_and_start_at` leaves a marker that `open` uses to finish it; checkpoint
+    files are replaced atomically (`impl.checkpoints`); `.tmp` leftovers and `.index` files
+    without a `.log` are removed.
+
 Retention
     Whole segments are deleted, oldest first, never the active one and never one holding
     offsets at or above the high watermark; the log start offset moves to the new first
@@ -83,6 +91,7 @@ MAX_RELATIVE_OFFSET = 2**32 - 1  # the index stores offset - base in 32 bits
 MAX_SEGMENT_POSITION = 2**32 - 1  # ... and positions in 32 bits
 READ_CHUNK_BYTES = 64 * 1024
 TRUNCATE_FULLY_MARKER = "truncate-fully-pending"  # an interrupted truncate_fully_and_start_at
+CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"  # written by close(): the last run did not crash
 SEGMENT_NAME = re.compile(r"^(\d{20})\.(log|index)$")
 
 
@@ -160,7 +169,6 @@ class SegmentScan:
     valid_bytes: int  # length of the valid prefix
     max_timestamp: int = -1
     index: list[tuple[int, int]] = field(default_factory=list)  # (relative offset, position)
-    epoch_starts: list[tuple[int, int]] = field(default_factory=list)  # (epoch, offset) to replay
     problem: str | None = None  # why the scan stopped before the end of the data
 
 
@@ -183,32 +191,33 @@ def frame_problem(data: bytes | mmap.mmap, position: int, expected_offset: int) 
     return None, FRAME_HEADER.size + length
 
 
-def scan_segment(
-    data: bytes | mmap.mmap, base_offset: int, index_interval_bytes: int, replay_from: int
-) -> SegmentScan:
-    """Validate every frame of a segment, computing the index entries appends would have
-    written and the epoch changes at offsets >= `replay_from` (for the epoch cache)."""
+def scan_segment(data: bytes | mmap.mmap, base_offset: int, index_interval_bytes: int) -> SegmentScan:
+    """Validate every frame of a segment, computing the index entries appends would have written."""
     scan = SegmentScan(next_offset=base_offset, valid_bytes=0)
     position = 0
     last_entry_position = 0
-    previous_epoch: int | None = None
     while position < len(data):
         problem, frame_length = frame_problem(data, position, scan.next_offset)
         if problem is not None:
             scan.problem = problem
             break
-        _, epoch, timestamp = BODY_HEADER.unpack_from(data, position + FRAME_HEADER.size)
+        _, _, timestamp = BODY_HEADER.unpack_from(data, position + FRAME_HEADER.size)
         if position - last_entry_position >= index_interval_bytes and position > 0:
             scan.index.append((scan.next_offset - base_offset, position))
             last_entry_position = position
-        if scan.next_offset >= replay_from and epoch != previous_epoch:
-            scan.epoch_starts.append((epoch, scan.next_offset))
-        previous_epoch = epoch if scan.next_offset >= replay_from else None
         scan.max_timestamp = max(scan.max_timestamp, timestamp)
         position += frame_length
         scan.next_offset += 1
         scan.valid_bytes = position
     return scan
+
+
+def _complete_frame_in(chunk: bytes, position: int) -> bool:
+    """Whether `chunk` holds the whole frame starting at `position` (per its length field)."""
+    if len(chunk) - position < FRAME_HEADER.size:
+        return False
+    length: int = struct.unpack_from(">I", chunk, position)[0]
+    return len(chunk) - position - FRAME_HEADER.size >= length
 
 
 def read_whole_file(fd: int) -> bytes | mmap.mmap:
@@ -245,11 +254,11 @@ class LogSegment:
 
     # -- loading ------------------------------------------------------------------------
 
-    def scan(self, replay_from: int) -> SegmentScan:
+    def scan(self) -> SegmentScan:
         """Scan the data file (see `scan_segment`)."""
         data = read_whole_file(self._log_fd)
         try:
-            return scan_segment(data, self.base_offset, self._index_interval_bytes, replay_from)
+            return scan_segment(data, self.base_offset, self._index_interval_bytes)
         finally:
             if isinstance(data, mmap.mmap):
                 data.close()
@@ -278,14 +287,16 @@ class LogSegment:
 
     # -- appending ----------------------------------------------------------------------
 
-    def can_hold(self, offset: int, frame_bytes: int, segment_bytes: int) -> bool:
-        """Whether a frame fits without rolling (an empty segment takes any one frame)."""
-        if offset - self.base_offset > MAX_RELATIVE_OFFSET:
-            return False
-        return self.size == 0 or self.size + frame_bytes <= segment_bytes
+    def must_roll(self, offset: int, pending_bytes: int, frame_bytes: int, segment_bytes: int) -> bool:
+        """Whether a frame needs a new segment (an empty segment takes any one frame)."""
+        size = self.size + pending_bytes
+        return offset - self.base_offset > MAX_RELATIVE_OFFSET or (
+            size > 0 and size + frame_bytes > segment_bytes
+        )
 
     def append(self, frames: Sequence[tuple[int, int, bytes]]) -> None:
         """Write (offset, timestamp, frame bytes) frames with one write each for data and index."""
+        entries_before = len(self._positions)
         index_bytes = bytearray()
         position = self.size
         for offset, timestamp, frame in frames:
@@ -297,10 +308,9 @@ class LogSegment:
                 self._last_entry_position = position
             position += len(frame)
             self.max_timestamp = max(self.max_timestamp, timestamp)
-        data = b"".join(frame for _, _, frame in frames)
-        os.pwrite(self._log_fd, data, self.size)
+        os.pwrite(self._log_fd, b"".join(frame for _, _, frame in frames), self.size)
         if index_bytes:
-            os.pwrite(self._index_fd, bytes(index_bytes), 4 * 2 * (len(self._positions) - len(index_bytes) // 8))
+            os.pwrite(self._index_fd, bytes(index_bytes), entries_before * INDEX_ENTRY.size)
         self.size = position
         self.next_offset += len(frames)
         self.dirty = True
@@ -318,12 +328,18 @@ class LogSegment:
             raise ValueError(f"offset {offset} is not in segment {self.log_path.name}")
         slot = bisect_right(self._relative_offsets, offset - self.base_offset) - 1
         position = self._positions[slot] if slot >= 0 else 0
+        # The scan covers about one index interval; read it in one call, not a call per frame.
+        chunk_start, chunk = position, b""
+        needed = FRAME_HEADER.size + 8  # length, crc and the offset field
         while position < self.size:
-            header = os.pread(self._log_fd, FRAME_HEADER.size + 8, position)
-            if len(header) < FRAME_HEADER.size + 8:
-                raise self._corrupt(position, "frame header past the end of the file")
-            length, _ = FRAME_HEADER.unpack_from(header)
-            (frame_offset,) = struct.unpack_from(">q", header, FRAME_HEADER.size)
+            if position + needed > chunk_start + len(chunk):
+                chunk_start = position
+                span = max(needed, min(self._index_interval_bytes + 256, READ_CHUNK_BYTES))
+                chunk = os.pread(self._log_fd, span, position)
+                if len(chunk) < needed:
+                    raise self._corrupt(position, "frame header past the end of the file")
+            length, _ = FRAME_HEADER.unpack_from(chunk, position - chunk_start)
+            (frame_offset,) = struct.unpack_from(">q", chunk, position - chunk_start + FRAME_HEADER.size)
             if frame_offset == offset:
                 return position
             if frame_offset > offset or length < BODY_HEADER.size:
@@ -335,33 +351,42 @@ class LogSegment:
         """Up to `max_records` records from `offset`, each CRC-checked."""
         records: list[StoredRecord] = []
         position = self.position_of(offset)
-        expected = offset
         while position < self.size and len(records) < max_records:
             chunk = os.pread(self._log_fd, min(READ_CHUNK_BYTES, self.size - position), position)
-            used = 0
-            while used < len(chunk) and len(records) < max_records:
-                problem, frame_length = frame_problem(chunk, used, expected)
-                if problem is not None:
-                    if used == 0 or not problem.startswith("torn"):
-                        if used == 0 and problem.startswith("torn") and len(chunk) < self.size - position:
-                            chunk = os.pread(self._log_fd, self._frame_length(position), position)
-                            continue
-                        raise self._corrupt(position + used, problem)
-                    break  # the frame continues past this chunk: read the next chunk
-                start = used + FRAME_HEADER.size
-                _, epoch, timestamp = BODY_HEADER.unpack_from(chunk, start)
-                value = bytes(chunk[start + BODY_HEADER.size : used + frame_length])
-                records.append(StoredRecord(expected, epoch, timestamp, value))
-                expected += 1
-                used += frame_length
+            used = self._parse(chunk, position, offset + len(records), max_records, records)
+            if used == 0:  # one frame larger than a chunk: read exactly that frame
+                chunk = os.pread(self._log_fd, self._frame_length(position), position)
+                used = self._parse(chunk, position, offset + len(records), max_records, records)
             position += used
         return records
+
+    def _parse(
+        self, chunk: bytes, position: int, expected: int, max_records: int, records: list[StoredRecord]
+    ) -> int:
+        """Decode the complete frames at the start of `chunk` (read at `position`) into
+        `records`; returns the bytes consumed. A frame cut by the chunk's end is left for the
+        next read unless the chunk reaches the segment's end, where it is corruption."""
+        used = 0
+        reaches_end = position + len(chunk) >= self.size
+        while used < len(chunk) and len(records) < max_records:
+            if not reaches_end and not _complete_frame_in(chunk, used):
+                break
+            problem, frame_length = frame_problem(chunk, used, expected)
+            if problem is not None:
+                raise self._corrupt(position + used, problem)
+            start = used + FRAME_HEADER.size
+            _, epoch, timestamp = BODY_HEADER.unpack_from(chunk, start)
+            value = chunk[start + BODY_HEADER.size : used + frame_length]
+            records.append(StoredRecord(expected, epoch, timestamp, value))
+            expected += 1
+            used += frame_length
+        return used
 
     def _frame_length(self, position: int) -> int:
         header = os.pread(self._log_fd, FRAME_HEADER.size, position)
         if len(header) < FRAME_HEADER.size:
             raise self._corrupt(position, "frame header past the end of the file")
-        length, _ = FRAME_HEADER.unpack(header)
+        length: int = FRAME_HEADER.unpack(header)[0]
         if length > MAX_BODY_BYTES:
             raise self._corrupt(position, f"bad frame length {length}")
         return FRAME_HEADER.size + length
@@ -375,7 +400,7 @@ class LogSegment:
         # Rescanning recomputes the largest timestamp (there is no time index) and the
         # index tail; the index prefix below `position` is unchanged, so `adopt` rewrites
         # only when the old index had entries past the cut.
-        scan = self.scan(replay_from=2**63 - 1)
+        scan = self.scan()
         if scan.problem is not None:
             raise self._corrupt(scan.valid_bytes, scan.problem)
         self.adopt(scan)
@@ -455,6 +480,7 @@ class SegmentedLog:
         self._high_watermark = 0
         self._recovery_point = 0
         self._directory_dirty = False
+        self._closed = False
         self.recovery_actions: list[str] = []  # what `open` had to repair, for operators and tests
 
     # -- opening (LogLoader) --------------------------------------------------------------
@@ -473,13 +499,27 @@ class SegmentedLog:
             leftover.unlink()  # a checkpoint write that never reached its rename
         marker = self.directory / TRUNCATE_FULLY_MARKER
         if marker.exists():
-            self._finish_truncate_fully(int(marker.read_text(encoding="ascii").strip()))
+            text = marker.read_text(encoding="ascii", errors="replace").strip()
+            if not text.isdigit():
+                raise CorruptLogError(f"{marker}: byte 0: expected an offset, got {text!r}")
+            self._finish_truncate_fully(int(text))
         self._recovery_point = self._checkpoints.read_offset(RECOVERY_POINT_CHECKPOINT)
         self._log_start_offset = self._checkpoints.read_offset(LOG_START_OFFSET_CHECKPOINT)
         self._high_watermark = self._checkpoints.read_offset(HIGH_WATERMARK_CHECKPOINT)
         self._epoch_cache = LeaderEpochCache(self._checkpoints.read_epochs())
+        clean = self._consume_clean_shutdown_marker()
         self._load_segments(self._segment_base_offsets())
-        self._reconcile_offsets()
+        self._reconcile_offsets(clean)
+
+    def _consume_clean_shutdown_marker(self) -> bool:
+        """Whether the previous run closed the log; the marker is removed at once so that a
+        crash of this run is recognised by the next open."""
+        marker = self.directory / CLEAN_SHUTDOWN_MARKER
+        if not marker.exists():
+            return False
+        marker.unlink()
+        fsync_directory(self.directory)
+        return True
 
     def _segment_base_offsets(self) -> list[int]:
         """Base offsets of the `.log` files; orphan `.index` files are removed."""
@@ -502,9 +542,6 @@ class SegmentedLog:
                 )
             self._add_segment(self._log_start_offset)
             return
-        # Only epochs of records the checkpoint cannot know about are replayed (LogSegment.recover).
-        latest = self._epoch_cache.entries[-1].start_offset if self._epoch_cache.entries else 0
-        replay_from = max(self._recovery_point, latest)
         for number, base in enumerate(base_offsets):
             if self._segments and base != self._segments[-1].next_offset:
                 self._check_recoverable(
@@ -515,7 +552,7 @@ class SegmentedLog:
                 self._delete_files(base_offsets[number:], "gap between segments")
                 return
             segment = self._add_segment(base)
-            scan = segment.scan(replay_from)
+            scan = segment.scan()
             if scan.problem is not None:
                 self._check_recoverable(
                     scan.next_offset, f"{segment.log_path}: byte {scan.valid_bytes}: {scan.problem}"
@@ -525,8 +562,6 @@ class SegmentedLog:
                 )
             if segment.adopt(scan):
                 self.recovery_actions.append(f"rebuilt index {segment.index_path.name}")
-            for epoch, offset in scan.epoch_starts:
-                self._epoch_cache.assign(epoch, offset)
             if scan.problem is not None:
                 self._delete_files(base_offsets[number + 1 :], "after a truncated segment")
                 return
@@ -546,8 +581,12 @@ class SegmentedLog:
         if base_offsets:
             fsync_directory(self.directory)
 
-    def _reconcile_offsets(self) -> None:
-        """Bring the checkpointed offsets in line with what the segments hold."""
+    def _reconcile_offsets(self, clean: bool) -> None:
+        """Bring the checkpointed offsets in line with what the segments hold.
+
+        After a crash the epoch cache (written ahead of the records) is trimmed to the
+        recovered log end, as the spec's `recover_after_crash` (a `truncate_to`) does; after a
+        clean shutdown it is exact already, including an epoch assigned at the log end."""
         self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
         if self._log_start_offset > self.log_end_offset:
             # Everything left is below a DeleteRecords/retention point that was not flushed.
@@ -556,7 +595,7 @@ class SegmentedLog:
         self._delete_segments_below_start()  # a retention pass interrupted by a crash
         self._recovery_point = min(self._recovery_point, self.log_end_offset)
         self._high_watermark = min(max(self._high_watermark, self._log_start_offset), self.log_end_offset)
-        self._epoch_cache.truncate_from_end(self.log_end_offset)
+        self._epoch_cache.truncate_from_end(self.log_end_offset + 1 if clean else self.log_end_offset)
         self._epoch_cache.truncate_from_start(self._log_start_offset)
 
     def _add_segment(self, base_offset: int) -> LogSegment:
@@ -611,7 +650,9 @@ class SegmentedLog:
 
     def append(self, records: Sequence[Record], timestamp_ms: int | None = None) -> int:
         """Append records at the log end; returns the offset of the first one."""
-        return self.append_payloads([(record.epoch, encode_value(record.value)) for record in records], timestamp_ms)
+        return self.append_payloads(
+            [(record.epoch, encode_value(record.value)) for record in records], timestamp_ms
+        )
 
     def append_payloads(self, payloads: Sequence[tuple[int, bytes]], timestamp_ms: int | None = None) -> int:
         """Append (leader epoch, value bytes) pairs; returns the offset of the first one."""
@@ -619,23 +660,37 @@ class SegmentedLog:
         first = self.log_end_offset
         pending: list[tuple[int, int, bytes]] = []
         pending_bytes = 0
-        for offset, (epoch, value) in enumerate(payloads, start=first):
+        for epoch, value in payloads:
             if epoch < 0:
                 raise ValueError(f"leader epoch must not be negative, got {epoch}")
+            if BODY_HEADER.size + len(value) > MAX_BODY_BYTES:
+                raise ValueError(
+                    f"a value of {len(value)} bytes exceeds the {MAX_BODY_BYTES}-byte frame limit"
+                )
+        self._assign_epochs(first, [epoch for epoch, _ in payloads])
+        for offset, (epoch, value) in enumerate(payloads, start=first):
             frame = encode_frame(offset, epoch, timestamp, value)
-            active = self._segments[-1]
-            if pending and not active.can_hold(offset, pending_bytes + len(frame), self.config.segment_bytes):
-                active.append(pending)
-                pending, pending_bytes = [], 0
-            if not pending and not active.can_hold(offset, len(frame), self.config.segment_bytes):
+            if self._segments[-1].must_roll(offset, pending_bytes, len(frame), self.config.segment_bytes):
+                if pending:
+                    self._segments[-1].append(pending)
+                    pending, pending_bytes = [], 0
                 self._add_segment(offset)
             pending.append((offset, timestamp, frame))
             pending_bytes += len(frame)
-            if epoch != self._epoch_cache.latest_epoch:
-                self._epoch_cache.assign(epoch, offset)
         if pending:
             self._segments[-1].append(pending)
         return first
+
+    def _assign_epochs(self, first: int, epochs: Sequence[int]) -> None:
+        """Record each new epoch's start offset; the checkpoint is written before the records
+        (as `UnifiedLog.append` assigns before appending), so after a crash the cache on disk
+        covers every record and open() only trims it to the recovered log end."""
+        changed = False
+        for offset, epoch in enumerate(epochs, start=first):
+            if epoch != self._epoch_cache.latest_epoch:
+                changed = self._epoch_cache.assign(epoch, offset) or changed
+        if changed:
+            self._checkpoints.write_epochs(self._epoch_cache.entries)
 
     def assign_epoch(self, epoch: int, start_offset: int) -> None:
         """A new leader records its epoch at its LEO (KAFKA-7415); written at once, as Kafka does."""
@@ -666,7 +721,10 @@ class SegmentedLog:
 
     def read(self, offset: int, max_records: int | None = None) -> list[Record]:
         """Records from `offset` (the spec's `records_from`, limited to `max_records`)."""
-        return [Record(stored.epoch, decode_value(stored.value)) for stored in self.read_payloads(offset, max_records)]
+        return [
+            Record(stored.epoch, decode_value(stored.value))
+            for stored in self.read_payloads(offset, max_records)
+        ]
 
     def record_at(self, offset: int) -> Record | None:
         """The record at `offset`, or None when the log does not hold it."""
@@ -707,6 +765,9 @@ class SegmentedLog:
             segment.close()
         self._segments, self._base_offsets = [], []
         self._finish_truncate_fully(offset)
+        self._add_segment(offset)
+        fsync_directory(self.directory)
+        self._directory_dirty = False
 
     def _finish_truncate_fully(self, offset: int) -> None:
         for entry in list(self.directory.iterdir()):
@@ -717,10 +778,8 @@ class SegmentedLog:
         self._checkpoints.write_epochs(())
         for name in (LOG_START_OFFSET_CHECKPOINT, HIGH_WATERMARK_CHECKPOINT, RECOVERY_POINT_CHECKPOINT):
             self._checkpoints.write_offset(name, offset)
-        self._add_segment(offset)
         (self.directory / TRUNCATE_FULLY_MARKER).unlink()
         fsync_directory(self.directory)
-        self._directory_dirty = False
 
     # -- log start offset: DeleteRecords and retention ----------------------------------
 
@@ -765,7 +824,9 @@ class SegmentedLog:
 
     def _delete_segments_below_start(self) -> None:
         doomed = 0
-        while doomed < len(self._segments) - 1 and self._segments[doomed].next_offset <= self._log_start_offset:
+        while (
+            doomed < len(self._segments) - 1 and self._segments[doomed].next_offset <= self._log_start_offset
+        ):
             doomed += 1
         for segment in self._segments[:doomed]:
             segment.delete()
@@ -784,20 +845,24 @@ class SegmentedLog:
         if self._directory_dirty:
             fsync_directory(self.directory)
             self._directory_dirty = False
-        # The epoch cache goes before the recovery point: recovery replays epochs only above
-        # the recovery point, so the cache must already cover everything below it.
-        self._checkpoints.write_epochs(self._epoch_cache.entries)
+        self._checkpoints.write_epochs(self._epoch_cache.entries)  # normally already written
         self._checkpoints.write_offset(HIGH_WATERMARK_CHECKPOINT, self._high_watermark)
         self._checkpoints.write_offset(LOG_START_OFFSET_CHECKPOINT, self._log_start_offset)
         self._recovery_point = self.log_end_offset
         self._checkpoints.write_offset(RECOVERY_POINT_CHECKPOINT, self._recovery_point)
 
-    def close(self) -> None:
-        """Flush and release the files."""
-        if self._segments and self._segments[-1].next_offset >= 0:
+    def close(self, flush: bool = True) -> None:
+        """Flush and release the files. `flush=False` abandons unflushed state, as a crash would
+        (what remains on disk is whatever the OS wrote)."""
+        if self._closed:
+            return
+        if flush:
             self.flush()
         for segment in self._segments:
             segment.close()
+        if flush:
+            write_atomically(self.directory / CLEAN_SHUTDOWN_MARKER, "")
+        self._closed = True
 
     def __enter__(self) -> SegmentedLog:
         return self
@@ -806,6 +871,6 @@ class SegmentedLog:
         self.close()
 
 
-def open(directory: Path | str, config: LogConfig | None = None) -> SegmentedLog:  # noqa: A001
+def open(directory: Path | str, config: LogConfig | None = None) -> SegmentedLog:
     """Open (creating if needed) the log in `directory` and recover it: see `SegmentedLog.open`."""
     return SegmentedLog.open(directory, config)

@@ -18,11 +18,22 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+import orjson
+
 from spark_checks import kafka_checker, linearizability
 from spark_checks.history import Call, CheckResult, JsonValue, Operation, Outcome, Verdict
 
 KAFKA_FUNCTIONS = frozenset({"send", "poll", "assign", "subscribe", "txn", "commit", "crash", "debug"})
-MODEL_NAMES = ("kafka", "register", "cas-register", "kv", "multi-register", "mutex", "fifo-queue")
+MODEL_NAMES = (
+    "kafka",
+    "register",
+    "cas-register",
+    "kv",
+    "multi-register",
+    "mutex",
+    "fifo-queue",
+    "kafka-log",
+)
 
 
 @dataclass(frozen=True)
@@ -111,7 +122,7 @@ def detect_model(sample: Sequence[Operation]) -> str:
 
 def partition_key_json(key: JsonValue) -> str:
     """A part's key as canonical JSON text (Spark groups by it; `null` for the whole history)."""
-    return json.dumps(key, sort_keys=True, separators=(",", ":"))
+    return orjson.dumps(key, option=orjson.OPT_SORT_KEYS).decode("utf-8")
 
 
 def split_calls(plan: Plan, calls: Iterable[Call]) -> Iterator[tuple[str, Call]]:

@@ -19,7 +19,6 @@ Spark runs `local[2]` unless `master` names a cluster; see `spark_session`.
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import os
 import tempfile
@@ -30,6 +29,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from spark_checks import kafka_checker, readers
 from spark_checks.checking import (
@@ -199,7 +200,8 @@ OPERATION_COLUMNS = ("index", "time", "process", "type", "f", "value", "key")
 
 
 def _json(value: JsonValue) -> str:
-    return json.dumps(value, separators=(",", ":"))
+    # orjson: rows cross between Spark stages as JSON text, millions of times per history.
+    return orjson.dumps(value).decode("utf-8")
 
 
 def call_to_row(key_json: str, call: Call) -> dict[str, Any]:
@@ -230,15 +232,15 @@ def _optional_int(value: Any) -> int | None:
 def row_to_call(row: dict[str, Any]) -> Call:
     """The inverse of `call_to_row`."""
     return Call(
-        process=json.loads(row["process"]),
+        process=orjson.loads(row["process"]),
         f=row["f"],
-        input=json.loads(row["input"]),
-        output=json.loads(row["output"]),
-        completion_value=json.loads(row["completion_value"]),
+        input=orjson.loads(row["input"]),
+        output=orjson.loads(row["output"]),
+        completion_value=orjson.loads(row["completion_value"]),
         outcome=Outcome(row["outcome"]),
         invoke_index=int(row["invoke_index"]),
         complete_index=_optional_int(row["complete_index"]),
-        key=json.loads(row["key"]),
+        key=orjson.loads(row["key"]),
         invoke_time=_optional_int(row["invoke_time"]),
         complete_time=_optional_int(row["complete_time"]),
     )
@@ -263,11 +265,11 @@ def row_to_result(row: dict[str, Any]) -> CheckResult:
     return CheckResult(
         checker=row["checker"],
         model=row["model"],
-        partition=json.loads(row["part"]),
+        partition=orjson.loads(row["part"]),
         verdict=Verdict(row["verdict"]),
         operations=int(row["operations"]),
-        evidence=json.loads(row["evidence"]),
-        conventions=json.loads(row["conventions"]),
+        evidence=orjson.loads(row["evidence"]),
+        conventions=orjson.loads(row["conventions"]),
         seconds=float(row["seconds"]),
     )
 
@@ -287,11 +289,11 @@ RESULT_SCHEMA = (
 def _operation_from_row(row: dict[str, Any]) -> Operation:
     return Operation(
         index=int(row["index"]),
-        process=json.loads(row["process"]),
+        process=orjson.loads(row["process"]),
         type=OpType(row["type"]),
         f=row["f"],
-        value=json.loads(row["value"]) if row["value"] is not None else None,
-        key=json.loads(row["key"]) if row["key"] is not None else None,
+        value=orjson.loads(row["value"]) if row["value"] is not None else None,
+        key=orjson.loads(row["key"]) if row["key"] is not None else None,
         time=_optional_int(row["time"]),
     )
 
@@ -321,17 +323,22 @@ def part_bucket(key_json: str, buckets: int = SPARK_BUCKETS) -> int:
 
 
 def _pair_and_split(plan: Plan, source: str) -> Callable[[Any], Any]:
-    """The per-process task: sort one process's operations, pair them into calls (exactly the
-    calls `pair_calls` gives for this process in the whole history: pairing never looks across
-    processes), split the calls into their parts, and emit the committed-info facts of Kafka
-    calls. One output, told apart by `kind`: piece, read, sent or error."""
+    """The pairing task (several whole processes): sort each process's operations, pair them
+    into calls (exactly the calls `pair_calls` gives for that process in the whole history:
+    pairing never looks across processes), split the calls into their parts, and emit the
+    committed-info facts of Kafka calls. One output, told apart by `kind`: piece, read, sent or
+    error."""
 
     def task(frame: Any) -> Any:
 
-        rows = frame.sort_values("index").to_dict("records")
+        rows = frame.sort_values(["process", "index"]).to_dict("records")
         out: list[dict[str, Any]] = []
         try:
-            calls = list(pair_calls((_operation_from_row(row) for row in rows), source))
+            calls = [
+                call
+                for _, process_rows in itertools.groupby(rows, key=lambda row: row["process"])
+                for call in pair_calls((_operation_from_row(row) for row in process_rows), source)
+            ]
             pieces = [*split_calls(plan, calls), *((CYCLES_PART, call) for call in cycle_calls(plan, calls))]
             out.extend(
                 {**call_to_row(key_json, piece), "bucket": part_bucket(key_json), "kind": "piece"}
@@ -424,16 +431,16 @@ def verify_spark(
         for _ in readers.open_history(file, info.format)[1]:
             pass
         raise HistoryError(Position(str(file)), "malformed operation (Spark could not parse a line)")
+    from pyspark.sql import functions as F  # noqa: N812 (Spark's convention)
+
     operations_frame = frame.drop("malformed")
     if plan.model == "kafka":
         plan = plan.with_kafka_context(_spark_kafka_prelude(operations_frame, str(file)))
     if progress is not None:
         progress("pairing and splitting calls per process")
-    pieces = (
-        operations_frame.groupBy("process")
-        .applyInPandas(_pair_and_split(plan, str(file)), PIECE_SCHEMA)
-        .cache()
-    )
+    # Many processes share a task: one pandas call per process would cost more than pairing.
+    by_task = operations_frame.withColumn("task", F.pmod(F.xxhash64("process"), F.lit(SPARK_BUCKETS)))
+    pieces = by_task.groupBy("task").applyInPandas(_pair_and_split(plan, str(file)), PIECE_SCHEMA).cache()
     errors = pieces.filter("kind = 'error'").select("error").limit(1).collect()
     if errors:
         raise HistoryError(Position(str(file)), str(errors[0]["error"]).split(": ", 1)[-1])
