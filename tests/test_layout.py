@@ -1,0 +1,69 @@
+"""The import rules of ARCHITECTURE.md's layout table, checked on the source."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def imports_of(path: Path) -> set[str]:
+    """Dotted names of every module `path` imports (absolute imports only)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def files(package: str) -> list[Path]:
+    return sorted((ROOT / package).rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", files("spec"), ids=lambda path: path.name)
+def test_spec_imports_only_the_standard_library(path):
+    for name in imports_of(path):
+        top = name.split(".")[0]
+        assert top in sys.stdlib_module_names or top == "spec", f"{path.name} imports {name}"
+
+
+@pytest.mark.parametrize("path", files("impl"), ids=lambda path: path.name)
+def test_impl_imports_only_plain_data_from_spec(path):
+    for name in imports_of(path):
+        top = name.split(".")[0]
+        if top == "spec":
+            assert name == "spec.types" or name.startswith("spec.types."), (
+                f"{path.name} imports spec logic: {name}"
+            )
+        else:
+            assert top in sys.stdlib_module_names or top == "impl", f"{path.name} imports {name}"
+
+
+@pytest.mark.parametrize("path", files("reference"), ids=lambda path: path.name)
+def test_reference_builds_only_on_spec(path):
+    for name in imports_of(path):
+        top = name.split(".")[0]
+        assert top in sys.stdlib_module_names or top in {"spec", "reference"}, f"{path.name} imports {name}"
+
+
+@pytest.mark.parametrize("path", files("spark_checks"), ids=lambda path: path.name)
+def test_checking_algorithms_do_not_import_pyspark(path):
+    if path.name in {"engine.py", "spark_session.py"}:
+        return  # the engine is where Spark partitions, ships and gathers
+    for name in imports_of(path):
+        assert not name.startswith("pyspark"), f"{path.name} imports {name}"
+        assert name.split(".")[0] not in {"spec", "impl", "conformance"}, f"{path.name} imports {name}"
+
+
+def test_nothing_imports_tests_or_conformance_from_the_product():
+    for package in ("spec", "reference", "impl", "spark_checks", "kafkaspec"):
+        for path in files(package):
+            for name in imports_of(path):
+                assert name.split(".")[0] not in {"tests", "conformance"}, f"{path} imports {name}"
