@@ -1,0 +1,327 @@
+"""Mutation testing of the conformance suite: does it catch deliberate single bugs in `impl/`?
+
+Each mutant is one text substitution in one file of a scratch copy of the repository's
+`impl/` package, placed first on PYTHONPATH of a subprocess that runs
+`conformance.run.run_conformance("impl", ...)` with a fixed seed. A mutant is *detected* when
+the run reports a divergence (or the mutated code fails outright: an exception, a crash or
+a timeout). Every pattern must occur exactly once in its file: a pattern that is not found
+stops the script, so no mutant is ever a silent no-op. The unmutated copy is run first and
+must conform.
+
+Usage: ``python -m bench.mutation [--examples 300] [--seed 0] [--jobs 2] [--only NAME ...]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+TIMEOUT_SECONDS = 600
+
+
+@dataclass(frozen=True, slots=True)
+class Mutant:
+    """One deliberate bug: replace `old` (which must occur exactly once) by `new` in `file`."""
+
+    name: str
+    file: str  # relative to impl/
+    old: str
+    new: str
+    bug: str  # what the mutated code gets wrong
+
+
+S = "storage.py"
+E = "epoch_cache.py"
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
+        "index-lookup-off-by-one",
+        S,
+        "slot = bisect_right(self._relative_offsets, offset - self.base_offset) - 1",
+        "slot = bisect_right(self._relative_offsets, offset - self.base_offset)",
+        "the sparse-index lookup takes the entry after the wanted offset",
+    ),
+    Mutant(
+        "index-wrong-position",
+        S,
+        "                self._positions.append(position)",
+        "                self._positions.append(position + 8)",
+        "appends record a wrong byte position in the in-memory sparse index",
+    ),
+    Mutant(
+        "position-of-end-off-by-one",
+        S,
+        "        if offset == self.next_offset:",
+        "        if offset == self.next_offset - 1:",
+        "the last record's position is taken for the segment end",
+    ),
+    Mutant(
+        "read-skips-first-segment",
+        S,
+        "slot = bisect_right(self._base_offsets, start) - 1",
+        "slot = bisect_right(self._base_offsets, start)",
+        "a fetch starts in the segment after the one holding the offset",
+    ),
+    Mutant(
+        "crc-not-checked",
+        S,
+        "    if zlib.crc32(data[start : start + length]) != crc:",
+        "    if False:",
+        "frames are accepted without checking their CRC (recovery keeps a damaged frame)",
+    ),
+    Mutant(
+        "corrupt-tail-kept",
+        S,
+        "        if os.fstat(self._log_fd).st_size != scan.valid_bytes:",
+        "        if False:",
+        "recovery does not cut the data file after its last valid frame",
+    ),
+    Mutant(
+        "recovery-point-boundary",
+        S,
+        "        if offset < self._recovery_point:",
+        "        if offset <= self._recovery_point:",
+        "a torn frame exactly at the recovery point is taken for lost flushed data",
+    ),
+    Mutant(
+        "truncate-recovery-point-kept",
+        S,
+        "        self._recovery_point = min(self._recovery_point, end)",
+        "        self._recovery_point = self._recovery_point",
+        "truncate_to does not lower the recovery point",
+    ),
+    Mutant(
+        "recovery-hw-unclamped",
+        S,
+        "        self._high_watermark = min(max(self._high_watermark, self._log_start_offset), "
+        "self.log_end_offset)",
+        "        self._high_watermark = self._high_watermark",
+        "recovery does not cap the checkpointed HW at the recovered log end",
+    ),
+    Mutant(
+        "crash-keeps-epoch-at-leo",
+        S,
+        "truncate_from_end(self.log_end_offset + 1 if clean else self.log_end_offset)",
+        "truncate_from_end(self.log_end_offset + 1)",
+        "after a crash an epoch assigned at the log end (no records) is kept",
+    ),
+    Mutant(
+        "flush-checkpoints-wrong-hw",
+        S,
+        "HIGH_WATERMARK_CHECKPOINT, self._high_watermark)",
+        "HIGH_WATERMARK_CHECKPOINT, self._log_start_offset)",
+        "flush checkpoints the log start offset as the high watermark",
+    ),
+    Mutant(
+        "truncate-to-off-by-one",
+        S,
+        "        end = max(min(offset, self.log_end_offset), self._log_start_offset)",
+        "        end = max(min(offset + 1, self.log_end_offset), self._log_start_offset)",
+        "truncate_to keeps one record too many",
+    ),
+    Mutant(
+        "truncate-keeps-hw",
+        S,
+        "        self._high_watermark = min(self._high_watermark, end)",
+        "        self._high_watermark = self._high_watermark",
+        "truncate_to leaves the HW above the new log end",
+    ),
+    Mutant(
+        "truncate-keeps-epoch-at-end",
+        S,
+        "        self._epoch_cache.truncate_from_end(end)",
+        "        self._epoch_cache.truncate_from_end(end + 1)",
+        "truncate_to keeps an epoch that starts at the new log end",
+    ),
+    Mutant(
+        "truncate-fully-keeps-hw",
+        S,
+        "self._log_start_offset = self._high_watermark = self._recovery_point = offset",
+        "self._log_start_offset = self._recovery_point = offset",
+        "truncate_fully_and_start_at keeps the old high watermark",
+    ),
+    Mutant(
+        "hw-not-capped-at-leo",
+        S,
+        "self._high_watermark = min(max(high_watermark, self._log_start_offset), self.log_end_offset)",
+        "self._high_watermark = max(high_watermark, self._log_start_offset)",
+        "update_high_watermark lets the HW pass the log end",
+    ),
+    Mutant(
+        "delete-records-past-hw",
+        S,
+        "        target = min(offset, self._high_watermark)",
+        "        target = offset",
+        "DeleteRecords moves the log start offset past the high watermark",
+    ),
+    Mutant(
+        "retention-past-hw",
+        S,
+        "            if upper > self._high_watermark:",
+        "            if upper > self._high_watermark + 5:",
+        "retention deletes segments holding offsets at or above the HW",
+    ),
+    Mutant(
+        "retention-deletes-active-segment",
+        S,
+        "            doomed < len(self._segments) - 1 and",
+        "            doomed < len(self._segments) and",
+        "deleting segments below the log start offset may delete the active segment",
+    ),
+    Mutant(
+        "epoch-truncate-from-end-keeps-entry",
+        E,
+        "kept = [entry for entry in self._entries if entry.start_offset < end_offset]",
+        "kept = [entry for entry in self._entries if entry.start_offset <= end_offset]",
+        "truncateFromEnd keeps the entry starting exactly at the end offset",
+    ),
+    Mutant(
+        "epoch-truncate-from-start-boundary",
+        E,
+        "removed = [entry for entry in self._entries if entry.start_offset <= start_offset]",
+        "removed = [entry for entry in self._entries if entry.start_offset < start_offset]",
+        "truncateFromStart duplicates an entry starting exactly at the new log start",
+    ),
+    Mutant(
+        "epoch-assign-keeps-same-offset",
+        E,
+        "entries[-1].epoch >= epoch or entries[-1].start_offset >= start_offset",
+        "entries[-1].epoch >= epoch or entries[-1].start_offset > start_offset",
+        "assign keeps an older epoch starting at the same offset (cache not monotonic)",
+    ),
+    Mutant(
+        "end-offset-wrong-boundary",
+        E,
+        "        return floor.epoch, higher.start_offset",
+        "        return floor.epoch, higher.start_offset - 1",
+        "endOffsetFor answers the last offset of the epoch instead of the next epoch's start",
+    ),
+    Mutant(
+        "end-offset-latest-epoch",
+        E,
+        "            return requested_epoch, log_end_offset",
+        "            return requested_epoch, log_end_offset - 1",
+        "endOffsetFor the latest epoch answers LEO - 1",
+    ),
+    Mutant(
+        "end-offset-floor-strict",
+        E,
+        "            if entry.epoch <= requested_epoch:",
+        "            if entry.epoch < requested_epoch:",
+        "endOffsetFor skips the requested epoch itself when looking for the floor entry",
+    ),
+)
+
+CHILD = """
+import json, sys
+import impl
+from conformance.run import run_conformance
+expected = sys.argv[1]
+if not impl.__file__.startswith(expected):
+    raise SystemExit(f"impl imported from {impl.__file__}, not the mutated copy in {expected}")
+result = run_conformance("impl", int(sys.argv[2]), seed=int(sys.argv[3]), shrink=False)
+lines = (result.failure or "").strip().splitlines()
+print(json.dumps({"passed": result.passed, "why": lines[-1] if lines else ""}))
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What the conformance run said about one mutant."""
+
+    name: str
+    detected: bool
+    how: str
+    seconds: float
+
+
+def mutate(scratch: Path, mutant: Mutant | None) -> Path:
+    """A copy of impl/ under `scratch` with `mutant` applied; fails loudly if it does not apply."""
+    root = scratch / (mutant.name if mutant else "unmutated")
+    shutil.copytree(REPO / "impl", root / "impl", ignore=shutil.ignore_patterns("__pycache__"))
+    if mutant is not None:
+        path = root / "impl" / mutant.file
+        text = path.read_text(encoding="utf-8")
+        count = text.count(mutant.old)
+        if count != 1:
+            raise SystemExit(
+                f"mutant {mutant.name}: pattern occurs {count} times in impl/{mutant.file}: {mutant.old!r}"
+            )
+        path.write_text(text.replace(mutant.old, mutant.new), encoding="utf-8")
+    return root
+
+
+def run_one(root: Path, name: str, examples: int, seed: int) -> Outcome:
+    """Run the conformance suite with `root` first on PYTHONPATH."""
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), str(REPO)]))
+    started = time.perf_counter()
+    try:
+        completed = subprocess.run(
+            [sys.executable, "-c", CHILD, str(root / "impl"), str(examples), str(seed)],
+            capture_output=True,
+            text=True,
+            env=environment,
+            timeout=TIMEOUT_SECONDS,
+            check=False,
+            cwd=root,
+        )
+    except subprocess.TimeoutExpired:
+        return Outcome(name, True, f"timeout after {TIMEOUT_SECONDS}s", time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    if "not the mutated copy" in completed.stderr:
+        raise SystemExit(completed.stderr.strip())
+    if completed.returncode != 0:
+        last = (completed.stderr.strip().splitlines() or ["(no output)"])[-1]
+        return Outcome(name, True, f"error: {last[:100]}", seconds)
+    report = json.loads(completed.stdout.strip().splitlines()[-1])
+    return Outcome(name, not report["passed"], str(report["why"])[:100], seconds)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every mutant and print the table; exit 1 when a mutant survives."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--examples", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--only", nargs="*", default=None, help="mutant names to run")
+    arguments = parser.parse_args(argv)
+    chosen = [mutant for mutant in MUTANTS if arguments.only is None or mutant.name in arguments.only]
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="kafkaspec-mutants-") as scratch_name:
+        scratch = Path(scratch_name)
+        roots = [mutate(scratch, mutant) for mutant in chosen]  # every pattern checked up front
+        baseline = run_one(mutate(scratch, None), "unmutated", arguments.examples, arguments.seed)
+        if baseline.detected:
+            print(f"the unmutated impl does not conform: {baseline.how}")
+            return 2
+        with ThreadPoolExecutor(max_workers=max(1, arguments.jobs)) as pool:
+            outcomes = list(
+                pool.map(
+                    lambda pair: run_one(pair[1], pair[0].name, arguments.examples, arguments.seed),
+                    zip(chosen, roots, strict=True),
+                )
+            )
+    width = max(len(mutant.name) for mutant in chosen)
+    print(f"conformance run per mutant: target impl, {arguments.examples} examples, seed {arguments.seed}")
+    print(f"{'mutant':<{width}}  detected  seconds  how")
+    for mutant, outcome in zip(chosen, outcomes, strict=True):
+        verdict = "yes" if outcome.detected else "NO"
+        print(f"{mutant.name:<{width}}  {verdict:<8}  {outcome.seconds:7.1f}  {outcome.how}")
+    detected = sum(outcome.detected for outcome in outcomes)
+    elapsed = time.perf_counter() - started
+    print(f"detected {detected}/{len(outcomes)} (target: all of them); {elapsed:.0f}s in all")
+    return 0 if detected == len(outcomes) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

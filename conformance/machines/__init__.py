@@ -1,0 +1,1 @@
+"""Hypothesis state machines that drive a system under test beside the reference."""
