@@ -8,20 +8,12 @@ import sys
 
 import pytest
 
-from kafkaspec.cli import main
 from spec.scenarios import SCENARIOS
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exit_info:
-        main(list(argv))
-    captured = capsys.readouterr()
-    code = exit_info.value.code
-    return (code if isinstance(code, int) else 0), captured.out, captured.err
+from tests.helpers import run_cli
 
 
 def test_scenarios_lists_every_scenario(capsys):
-    code, out, _ = run(capsys, "scenarios", "--json")
+    code, out, _ = run_cli(capsys, "scenarios", "--json")
     assert code == 0
     listed = json.loads(out)
     assert [entry["name"] for entry in listed["scenarios"]] == [scenario.name for scenario in SCENARIOS]
@@ -29,14 +21,14 @@ def test_scenarios_lists_every_scenario(capsys):
 
 
 def test_scenarios_text(capsys):
-    code, out, _ = run(capsys, "scenarios")
+    code, out, _ = run_cli(capsys, "scenarios")
     assert code == 0
     for scenario in SCENARIOS:
         assert scenario.name in out
 
 
 def test_check_prints_the_counterexample_step_by_step_and_exits_1(capsys):
-    code, out, _ = run(capsys, "check", "acks1-loss")
+    code, out, _ = run_cli(capsys, "check", "acks1-loss")
     assert code == 1
     assert "violated invariant acknowledged_records_survive after 3 steps" in out
     for line in (
@@ -49,7 +41,7 @@ def test_check_prints_the_counterexample_step_by_step_and_exits_1(capsys):
 
 
 def test_check_json_has_the_documented_fields(capsys):
-    code, out, _ = run(capsys, "check", "unclean-election-loss", "--json")
+    code, out, _ = run_cli(capsys, "check", "unclean-election-loss", "--json")
     assert code == 1
     document = json.loads(out)
     (entry,) = document["scenarios"]
@@ -64,7 +56,7 @@ def test_check_json_has_the_documented_fields(capsys):
 
 def test_check_set_changes_the_outcome(capsys):
     # acks=1 loses data; the same scenario with acks=all and min ISR 2 cannot lose an ack.
-    code, out, _ = run(
+    code, out, _ = run_cli(
         capsys,
         "check",
         "acks1-loss",
@@ -96,7 +88,7 @@ def test_check_set_changes_the_outcome(capsys):
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, fragment):
-    code, out, err = run(capsys, *argv)
+    code, out, err = run_cli(capsys, *argv)
     assert code == 2
     assert out == ""
     assert err.count("\n") == 1, err
@@ -117,7 +109,7 @@ def test_the_installed_entry_point_runs_without_a_traceback():
 
 @pytest.mark.slow
 def test_check_all_matches_every_expectation(capsys):
-    code, out, _ = run(capsys, "check", "--all", "--json")
+    code, out, _ = run_cli(capsys, "check", "--all", "--json")
     document = json.loads(out)
     assert code == 0
     assert [entry["name"] for entry in document["scenarios"]] == [scenario.name for scenario in SCENARIOS]

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from kafkaspec.cli import main
 from spark_checks.engine import HistoryReport, VerifyOptions, verify_history
 from spark_checks.history import Verdict
 from spark_checks.kafka_histories import KafkaHistoryBuilder, generate_history
 from spark_checks.readers import write_jsonl, write_parquet
 from spark_checks.report import evidence_indices, html_report
+from tests.helpers import run_cli
 
 HISTORIES = Path(__file__).resolve().parents[3] / "shared" / "histories"
 KNOWN = [
@@ -126,14 +126,6 @@ def test_evidence_indices_name_operations_not_offsets():
         "anomalies": {"lost-write": [{"key": "7", "offset": 99, "value": 5, "op": {"invoke_index": 4}}]},
     }
     assert evidence_indices(evidence) == {12, 13, 4}
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exit_info:
-        main(list(argv))
-    captured = capsys.readouterr()
-    code = exit_info.value.code
-    return (code if isinstance(code, int) else 0), captured.out, captured.err
 
 
 def test_verify_exit_codes_and_json(capsys, kafka_files):

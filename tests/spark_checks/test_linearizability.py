@@ -25,14 +25,10 @@ from spark_checks.linearizability import (
     overall_verdict,
     partition_calls,
 )
+from spark_checks.readers import KNOSSOS_CONVENTIONS, PORCUPINE_ETCD_CONVENTIONS
 
-KNOSSOS = {
-    "initial": 0,
-    "nil_read": "unconstrained",
-    "failed_cas": "did-not-happen",
-    "failed_read": "did-not-happen",
-}
-ETCD = {"initial": None, "nil_read": "absent", "failed_cas": "no-effect", "failed_read": "unknown"}
+KNOSSOS = dict(KNOSSOS_CONVENTIONS)
+ETCD = dict(PORCUPINE_ETCD_CONVENTIONS)
 
 Event = tuple[Any, ...]  # (process, type, f, value[, key])
 

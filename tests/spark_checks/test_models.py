@@ -27,14 +27,10 @@ from reference.models import (
     resolve_conventions,
 )
 from spark_checks.history import Call, Outcome
+from spark_checks.readers import KNOSSOS_CONVENTIONS, PORCUPINE_ETCD_CONVENTIONS
 
-KNOSSOS = {
-    "initial": 0,
-    "nil_read": "unconstrained",
-    "failed_cas": "did-not-happen",
-    "failed_read": "did-not-happen",
-}
-ETCD = {"initial": None, "nil_read": "absent", "failed_cas": "no-effect", "failed_read": "unknown"}
+KNOSSOS = dict(KNOSSOS_CONVENTIONS)
+ETCD = dict(PORCUPINE_ETCD_CONVENTIONS)
 
 
 def call(f: str, value: Any = None, output: Any = None, outcome: str = "ok", key: Any = None) -> Call:
