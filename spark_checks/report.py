@@ -159,7 +159,7 @@ table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding
 pre{background:#f6f8fa;padding:.6em;overflow:auto;max-height:24em;font-size:.85em}
 .timeline{border:1px solid #ddd;overflow:auto;max-height:40em}
 .lane{font:11px monospace}.op rect{fill:#8ab4f8}.op.bad rect{fill:#cf222e}.op.info rect{fill:#e0c060}
-.op.fail rect{fill:#bbb}
+.op.fail rect{fill:#bbb}.label{font:10px monospace;fill:#111;pointer-events:none}
 """
 
 _SCRIPT = """
@@ -173,7 +173,11 @@ function drawTimeline(holder, data){
     bars.push({p, start: start ? start.index : op.index, end: op.index, op: start || op, done: op});
   }
   for (const [p, start] of open) bars.push({p, start: start.index, end: null, op: start, done: null});
-  const lanes = [...new Set(bars.map(b => b.p))].sort();
+  const lanes = [...new Set(bars.map(b => b.p))].sort((a, b) => {
+    const x = JSON.parse(a), y = JSON.parse(b);
+    if (typeof x === 'number' && typeof y === 'number') return x - y;
+    return String(x).localeCompare(String(y));
+  });
   if (!ops.length) { holder.textContent = 'no operations'; return; }
   let minI = Infinity, maxI = -Infinity;
   for (const o of ops) { minI = Math.min(minI, o.index); maxI = Math.max(maxI, o.index); }
@@ -198,7 +202,18 @@ function drawTimeline(holder, data){
     const title = document.createElementNS(ns, 'title');
     title.textContent = `#${b.start} ${b.op.f} ${JSON.stringify(b.op.value)} -> ` +
       (b.done ? `${b.done.type} ${JSON.stringify(b.done.value)} (#${b.end})` : 'no completion');
-    g.appendChild(r); g.appendChild(title); svg.appendChild(g);
+    g.appendChild(r); g.appendChild(title);
+    const width = Math.max(6, (end - b.start) * scale);
+    if (width > 40) {
+      const label = document.createElementNS(ns, 'text');
+      label.setAttribute('x', left + (b.start - minI) * scale + 3);
+      label.setAttribute('y', lanes.indexOf(b.p) * laneH + 15);
+      label.setAttribute('class', 'label');
+      const shown = b.done && b.done.type === 'ok' ? b.done.value : b.op.value;
+      label.textContent = (b.op.f + ' ' + JSON.stringify(shown)).slice(0, Math.floor(width / 6));
+      g.appendChild(label);
+    }
+    svg.appendChild(g);
   }
   holder.appendChild(svg);
 }
