@@ -36,7 +36,7 @@ from reference.log import ReferenceReplicaLog
 from spec.types import EpochEntry, Record
 
 IMPL_CONFIG = storage.LogConfig(
-    segment_bytes=160, index_interval_bytes=48, retention_bytes=250, retention_ms=-1
+    segment_bytes=160, index_interval_bytes=48, retention_bytes=100, retention_ms=-1
 )
 """Small enough that a handful of records rolls a segment and only some frames are indexed."""
 

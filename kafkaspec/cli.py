@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -361,6 +362,61 @@ def verify_command(
         if report_path is not None:
             console.print(f"report: {report_path}", highlight=False, markup=False)
     return exit_code(reports)
+
+
+@cli.command("conformance")
+@click.option(
+    "--target",
+    default="impl",
+    show_default=True,
+    metavar="impl|reference|MODULE:FACTORY",
+    help="The system under test: kafkaspec's optimized log, the reference, or your own adapter "
+    "(MODULE:FACTORY returning a conformance.sut.LogUnderTest).",
+)
+@click.option(
+    "--examples", type=click.IntRange(min=1), default=200, show_default=True, help="Command sequences to run."
+)
+@click.option("--seed", type=int, default=None, help="Fix the generated sequences (reproducible runs).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def conformance_command(target: str, examples: int, seed: int | None, as_json: bool) -> int:
+    """Run the conformance suite: the target and the reference get the same commands and
+    must give the same answers. So far the suite covers the replica log (append, read,
+    truncation, high watermark, retention, DeleteRecords, epochs, flush, crash and recovery).
+
+    Exit 0 conforms, 1 divergence (printed as the minimal failing command sequence), 2 error.
+    """
+    from conformance.run import run_conformance
+
+    if ":" in target and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # MODULE:FACTORY names a module of the user's project (as uvicorn)
+    try:
+        result = run_conformance(target, examples, seed)
+    except (ValueError, ImportError, AttributeError) as error:
+        raise UsageProblem(f"--target {target}: {error}") from None
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "target": result.target,
+                    "examples": result.examples,
+                    "conforms": result.passed,
+                    "seconds": round(result.seconds, 3),
+                    "failure": result.failure,
+                },
+                indent=2,
+            )
+        )
+    else:
+        console = _stdout_console()
+        verdict = "conforms" if result.passed else "DIVERGES from the reference"
+        console.print(
+            f"{target}: {verdict} ({examples} command sequences, {result.seconds:.1f} s)",
+            highlight=False,
+            markup=False,
+        )
+        if result.failure:
+            console.print(result.failure, highlight=False, markup=False)
+    return EXIT_OK if result.passed else EXIT_VIOLATION
 
 
 def choose_engine_for(path: str, engine: str) -> str:

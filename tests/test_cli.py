@@ -115,3 +115,21 @@ def test_check_all_matches_every_expectation(capsys):
     assert [entry["name"] for entry in document["scenarios"]] == [scenario.name for scenario in SCENARIOS]
     assert all(entry["as_expected"] for entry in document["scenarios"])
     assert all(entry["found"] == entry["expected"] for entry in document["scenarios"])
+
+
+def test_conformance_command_exit_codes(capsys):
+    code, out, _ = run_cli(capsys, "conformance", "--target", "impl", "--examples", "15", "--seed", "3")
+    assert code == 0, out
+    assert "impl: conforms" in out
+    broken = "tests.conformance.broken_targets:TruncateKeepsOneTooMany"
+    code, out, _ = run_cli(
+        capsys, "conformance", "--target", broken, "--examples", "100", "--seed", "1", "--json"
+    )
+    assert code == 1
+    document = json.loads(out)
+    assert document["conforms"] is False
+    assert "truncate_to" in document["failure"]  # the minimal failing sequence names the command
+    code, out, err = run_cli(capsys, "conformance", "--target", "no_such_module:factory")
+    assert code == 2
+    assert out == ""
+    assert err.startswith("kafkaspec: error: --target no_such_module:factory")
