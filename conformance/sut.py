@@ -36,7 +36,7 @@ from reference.log import ReferenceReplicaLog
 from spec.types import EpochEntry, Record
 
 IMPL_CONFIG = storage.LogConfig(
-    segment_bytes=160, index_interval_bytes=48, retention_bytes=100, retention_ms=-1
+    segment_bytes=160, index_interval_bytes=48, retention_bytes=100, retention_ms=1000
 )
 """Small enough that a handful of records rolls a segment and only some frames are indexed."""
 
@@ -201,6 +201,7 @@ class ImplLog:
         self.log = storage.open(self.directory, config)
         self._durable_end = 0  # offsets below are on disk whatever happens
         self._crashes = 0
+        self._retention_runs = 0
 
     def append(self, records: tuple[Record, ...]) -> int:
         """See `LogUnderTest.append`."""
@@ -233,8 +234,12 @@ class ImplLog:
         return self.log.delete_records_before(offset)
 
     def apply_retention(self) -> int:
-        """Size retention (`retention_bytes` of the config) at time 0; see `LogUnderTest.apply_retention`."""
-        self.log.delete_old_segments(now_ms=0)
+        """Retention by time and size on odd calls, by size alone on even ones (records carry
+        timestamp 0, so a clock past `retention_ms` expires every segment the HW allows); see
+        `LogUnderTest.apply_retention`."""
+        self._retention_runs += 1
+        now_ms = 10 * self.config.retention_ms if self._retention_runs % 2 else 0
+        self.log.delete_old_segments(now_ms=now_ms)
         return self.log.log_start_offset
 
     def assign_epoch(self, epoch: int, start_offset: int) -> None:

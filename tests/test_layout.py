@@ -63,7 +63,16 @@ def test_checking_algorithms_do_not_import_pyspark(path):
 
 
 def test_nothing_imports_tests_or_conformance_from_the_product():
-    for package in ("spec", "reference", "impl", "spark_checks", "kafkaspec"):
+    for package in ("spec", "reference", "impl", "spark_checks"):
         for path in files(package):
             for name in imports_of(path):
                 assert name.split(".")[0] not in {"tests", "conformance"}, f"{path} imports {name}"
+
+
+def test_the_cli_fronts_the_conformance_suite_but_never_imports_tests():
+    # `kafkaspec conformance` is the suite's command, so the CLI alone may import it.
+    for path in files("kafkaspec"):
+        for name in imports_of(path):
+            assert name.split(".")[0] != "tests", f"{path} imports {name}"
+            if name.split(".")[0] == "conformance":
+                assert path.name == "cli.py", f"{path} imports {name}"
