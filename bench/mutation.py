@@ -2,13 +2,16 @@
 
 Each mutant is one text substitution in one file of a scratch copy of the repository's
 `impl/` package, placed first on PYTHONPATH of a subprocess that runs
-`conformance.run.run_conformance("impl", ...)` with a fixed seed. A mutant is *detected* when
-the run reports a divergence (or the mutated code fails outright: an exception, a crash or
-a timeout). Every pattern must occur exactly once in its file: a pattern that is not found
-stops the script, so no mutant is ever a silent no-op. The unmutated copy is run first and
-must conform.
+`conformance.run.run_conformance("impl", ...)` with a fixed seed, on the suite that covers
+the mutated file: the replica-log suite for the storage mutants, the partition (replication)
+suite for the `impl/replication.py` mutants. A mutant is *detected* when the run reports a
+divergence (or the mutated code fails outright: an exception, a crash or a timeout). Every
+pattern must occur exactly once in its file: a pattern that is not found stops the script,
+so no mutant is ever a silent no-op. The unmutated copy is run first, on every suite a
+chosen mutant needs, and must conform.
 
-Usage: ``python -m bench.mutation [--examples 300] [--seed 0] [--jobs 2] [--only NAME ...]``
+Usage: ``python -m bench.mutation [--examples 300] [--seed 0] [--jobs 2] [--only NAME ...]
+[--suite log|partition]``
 """
 
 from __future__ import annotations
@@ -38,10 +41,13 @@ class Mutant:
     old: str
     new: str
     bug: str  # what the mutated code gets wrong
+    suite: str = "log"  # the conformance suite that covers `file`
 
 
 S = "storage.py"
 E = "epoch_cache.py"
+R = "replication.py"
+PARTITION = "partition"
 
 MUTANTS: tuple[Mutant, ...] = (
     Mutant(
@@ -220,7 +226,130 @@ MUTANTS: tuple[Mutant, ...] = (
         "            if entry.epoch < requested_epoch:",
         "endOffsetFor skips the requested epoch itself when looking for the floor entry",
     ),
+    Mutant(
+        "hw-off-by-one",
+        R,
+        "                candidate = min(candidate, follower_end)",
+        "                candidate = min(candidate, follower_end + 1)",
+        "the leader HW counts one record past the slowest ISR follower's LEO",
+        PARTITION,
+    ),
+    Mutant(
+        "epoch-truncation-to-hw",
+        R,
+        "        if self.config.truncation is TruncationRule.HIGH_WATERMARK:",
+        "        if True:",
+        "a follower truncates to its HW instead of the leader's epoch end offset (KIP-101 ignored)",
+        PARTITION,
+    ),
+    Mutant(
+        "kip-279-single-round",
+        R,
+        "            cache.truncate_from_end(end)\n            continue",
+        "            return end",
+        "truncation stops after one OffsetsForLeaderEpoch round when the leader answers an older epoch",
+        PARTITION,
+    ),
+    Mutant(
+        "isr-never-shrinks",
+        R,
+        "        leader.isr.discard(follower_id)",
+        "        pass",
+        "LeaderShrinkIsr is accepted but the follower stays in the ISR",
+        PARTITION,
+    ),
+    Mutant(
+        "shrink-within-lag",
+        R,
+        "        if self._ticks_since_caught_up(progress) <= self.config.replica_lag_ticks:",
+        "        if self._ticks_since_caught_up(progress) < self.config.replica_lag_ticks:",
+        "a follower is dropped from the ISR when it has lagged exactly replica.lag.time.max.ms",
+        PARTITION,
+    ),
+    Mutant(
+        "follower-hw-not-from-leader",
+        R,
+        "        log.set_high_watermark(min(response.leader_high_watermark, log.log_end_offset))",
+        "        log.set_high_watermark(max(response.leader_high_watermark, log.log_end_offset))",
+        "a follower takes its own LEO as its HW instead of min(leader HW, own LEO)",
+        PARTITION,
+    ),
+    Mutant(
+        "acks-all-completes-early",
+        R,
+        "        while waiting and waiting[0][0] < high_watermark:",
+        "        while waiting and waiting[0][0] <= high_watermark:",
+        "an acks=all produce is acknowledged when the HW reaches its offset, before it passes it",
+        PARTITION,
+    ),
+    Mutant(
+        "expand-ignores-epoch-start",
+        R,
+        "            if fetch_offset >= log.high_watermark and fetch_offset >= epoch_start:",
+        "            if fetch_offset >= log.high_watermark:",
+        "a follower rejoins the ISR at the HW without reaching the leader's epoch start (KAFKA-7128)",
+        PARTITION,
+    ),
+    Mutant(
+        "min-isr-off-by-one",
+        R,
+        "        if acks is Acks.ALL and len(leader.isr) < self.config.min_insync_replicas:",
+        "        if acks is Acks.ALL and len(leader.isr) <= self.config.min_insync_replicas:",
+        "acks=all is refused with NOT_ENOUGH_REPLICAS when the ISR has exactly min.insync.replicas",
+        PARTITION,
+    ),
+    Mutant(
+        "after-append-check-ignored",
+        R,
+        "        enough_replicas = len(leader.isr) >= self.config.min_insync_replicas",
+        "        enough_replicas = True",
+        "a waiting acks=all produce is acknowledged though the ISR shrank below min.insync.replicas",
+        PARTITION,
+    ),
+    Mutant(
+        "unclean-election-when-disabled",
+        R,
+        "        elif self.config.unclean_leader_election:",
+        "        elif True:",
+        "a restarted replica outside the ISR is elected although unclean election is disabled",
+        PARTITION,
+    ),
+    Mutant(
+        "fetch-not-fenced",
+        R,
+        "        if not leader.acts_as_leader or leader.leader_epoch != follower.leader_epoch:\n"
+        "            return False\n        log = leader.log",
+        "        if not leader.acts_as_leader:\n            return False\n        log = leader.log",
+        "a leader answers fetches from a follower on another leader epoch (KIP-320 fencing lost)",
+        PARTITION,
+    ),
+    Mutant(
+        "new-leader-epoch-not-at-leo",
+        R,
+        "        replica.log.epoch_cache.assign(controller.leader_epoch, replica.log.log_end_offset)",
+        "        pass",
+        "a new leader does not record its epoch's start offset at its LEO (KAFKA-7415)",
+        PARTITION,
+    ),
+    Mutant(
+        "crash-keeps-isr",
+        R,
+        "        isr = controller.isr - {replica_id} if len(controller.isr) > 1 else controller.isr",
+        "        isr = controller.isr",
+        "the controller leaves a dead broker in the ISR",
+        PARTITION,
+    ),
+    Mutant(
+        "out-of-range-always-restarts-log",
+        R,
+        "            if log.log_end_offset > response.leader_log_end_offset:",
+        "            if False:",
+        "a follower ahead of its leader wipes its log instead of truncating to the leader's LEO",
+        PARTITION,
+    ),
 )
+
+SUITES = ("log", PARTITION)
 
 CHILD = """
 import json, sys
@@ -229,7 +358,7 @@ from conformance.run import run_conformance
 expected = sys.argv[1]
 if not impl.__file__.startswith(expected):
     raise SystemExit(f"impl imported from {impl.__file__}, not the mutated copy in {expected}")
-result = run_conformance("impl", int(sys.argv[2]), seed=int(sys.argv[3]), shrink=False)
+result = run_conformance("impl", int(sys.argv[2]), seed=int(sys.argv[3]), suite=sys.argv[4], shrink=False)
 lines = (result.failure or "").strip().splitlines()
 print(json.dumps({"passed": result.passed, "why": lines[-1] if lines else ""}))
 """
@@ -261,13 +390,13 @@ def mutate(scratch: Path, mutant: Mutant | None) -> Path:
     return root
 
 
-def run_one(root: Path, name: str, examples: int, seed: int) -> Outcome:
-    """Run the conformance suite with `root` first on PYTHONPATH."""
+def run_one(root: Path, name: str, examples: int, seed: int, suite: str = "log") -> Outcome:
+    """Run the conformance `suite` with `root` first on PYTHONPATH."""
     environment = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), str(REPO)]))
     started = time.perf_counter()
     try:
         completed = subprocess.run(
-            [sys.executable, "-c", CHILD, str(root / "impl"), str(examples), str(seed)],
+            [sys.executable, "-c", CHILD, str(root / "impl"), str(examples), str(seed), suite],
             capture_output=True,
             text=True,
             env=environment,
@@ -294,29 +423,50 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--only", nargs="*", default=None, help="mutant names to run")
+    parser.add_argument("--suite", choices=SUITES, default=None, help="only the mutants this suite covers")
     arguments = parser.parse_args(argv)
-    chosen = [mutant for mutant in MUTANTS if arguments.only is None or mutant.name in arguments.only]
+    chosen = [
+        mutant
+        for mutant in MUTANTS
+        if (arguments.only is None or mutant.name in arguments.only)
+        and (arguments.suite is None or mutant.suite == arguments.suite)
+    ]
+    if not chosen:
+        parser.error("no mutant matches --only/--suite")
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kafkaspec-mutants-") as scratch_name:
         scratch = Path(scratch_name)
         roots = [mutate(scratch, mutant) for mutant in chosen]  # every pattern checked up front
-        baseline = run_one(mutate(scratch, None), "unmutated", arguments.examples, arguments.seed)
-        if baseline.detected:
-            print(f"the unmutated impl does not conform: {baseline.how}")
-            return 2
+        unmutated = mutate(scratch, None)
+        for suite in sorted({mutant.suite for mutant in chosen}):
+            baseline = run_one(unmutated, "unmutated", arguments.examples, arguments.seed, suite)
+            if baseline.detected:
+                print(f"the unmutated impl does not conform to the {suite} suite: {baseline.how}")
+                return 2
         with ThreadPoolExecutor(max_workers=max(1, arguments.jobs)) as pool:
             outcomes = list(
                 pool.map(
-                    lambda pair: run_one(pair[1], pair[0].name, arguments.examples, arguments.seed),
+                    lambda pair: run_one(
+                        pair[1], pair[0].name, arguments.examples, arguments.seed, pair[0].suite
+                    ),
                     zip(chosen, roots, strict=True),
                 )
             )
     width = max(len(mutant.name) for mutant in chosen)
     print(f"conformance run per mutant: target impl, {arguments.examples} examples, seed {arguments.seed}")
-    print(f"{'mutant':<{width}}  detected  seconds  how")
+    print(f"{'mutant':<{width}}  {'suite':<9}  detected  seconds  how")
     for mutant, outcome in zip(chosen, outcomes, strict=True):
         verdict = "yes" if outcome.detected else "NO"
-        print(f"{mutant.name:<{width}}  {verdict:<8}  {outcome.seconds:7.1f}  {outcome.how}")
+        print(
+            f"{mutant.name:<{width}}  {mutant.suite:<9}  {verdict:<8}  {outcome.seconds:7.1f}  {outcome.how}"
+        )
+    for suite in SUITES:
+        in_suite = [
+            outcome for mutant, outcome in zip(chosen, outcomes, strict=True) if mutant.suite == suite
+        ]
+        if in_suite:
+            found = sum(outcome.detected for outcome in in_suite)
+            print(f"{suite} suite: detected {found}/{len(in_suite)}")
     detected = sum(outcome.detected for outcome in outcomes)
     elapsed = time.perf_counter() - started
     print(f"detected {detected}/{len(outcomes)} (target: all of them); {elapsed:.0f}s in all")

@@ -23,6 +23,21 @@ What it is
     refuses. Everything a client or an operator can observe is in `observe()`, as plain
     data, and is compared with the reference after every step.
 
+Values
+    Every value a target is given is unique: the suite sends 0, 1, 2, ... in the order the
+    records are appended (a refused or rejected send does not use up a value), which is how
+    the spec numbers them (`History.next_value`), so a target stores exactly what it was
+    given and its logs compare equal to the reference's.
+
+Plugging in your own
+    A target is named by a string: ``reference`` (`ReferencePartitionTarget`, over the
+    definitional `reference.partition.ReferencePartition`), ``impl`` (kafkaspec's optimized
+    partition, `conformance.impl_partition.ImplPartition`, imported only when asked for) or
+    ``MODULE:FACTORY``, where ``FACTORY(settings)`` (an attribute of the importable
+    ``MODULE``) returns a fresh `PartitionUnderTest` for the `ReplicationSettings`.
+    `resolve_partition_target` turns the string into a `PartitionFactory`; the suite calls it
+    once per generated test case and `close()`s what it returns.
+
 Why actions and not requests
     Kafka's wire protocol leaves the interleaving to the network; the conformance suite
     must choose it (which follower fetches, when a response arrives, when a broker dies)
@@ -32,10 +47,13 @@ Why actions and not requests
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from reference.partition import ReferencePartition, running_config
+from spec.partition import PartitionConfig, PartitionState, Replica
 from spec.types import Acks, EpochEntry, ErrorCode, Record, ReplicaId, TruncationRule
 
 
@@ -57,7 +75,9 @@ class ProduceOutcome:
 
     acks=0 and acks=1 complete immediately (error NONE and the offset). An acks=all send that
     was appended completes later, when the high watermark passes it: `completed` is False
-    and the acknowledgement appears in `PartitionView.acknowledged` when it happens.
+    and the acknowledgement appears in `PartitionView.acknowledged` when it happens (already
+    after this step when the HW passes the record at once, as with a one-member ISR). An
+    acks=all send refused with NOT_ENOUGH_REPLICAS has no offset and is completed.
     """
 
     error: ErrorCode  # NONE or NOT_ENOUGH_REPLICAS (acks=all with the ISR below min.insync.replicas)
@@ -159,3 +179,165 @@ class PartitionUnderTest(Protocol):
 
 PartitionFactory = Callable[[ReplicationSettings], PartitionUnderTest]
 """Makes a fresh partition under test, in the spec's initial state, for the given settings."""
+
+
+def spec_config(settings: ReplicationSettings) -> PartitionConfig:
+    """The spec configuration a running partition with `settings` follows (no exploration bounds)."""
+    return running_config(
+        replication_factor=settings.replication_factor,
+        min_insync_replicas=settings.min_insync_replicas,
+        unclean_leader_election=settings.unclean_leader_election,
+        truncation=settings.truncation,
+        replica_lag_ticks=settings.replica_lag_ticks,
+    )
+
+
+def replica_view(replica: Replica) -> ReplicaView:
+    """What anyone outside can see of one spec replica (its fetcher phase, fetch in flight,
+    follower progress and waiting acks=all requests are internal)."""
+    log = replica.log
+    return ReplicaView(
+        alive=replica.alive,
+        role=replica.role.value,
+        leader_epoch=replica.leader_epoch,
+        leader=replica.leader,
+        log_start_offset=log.log_start_offset,
+        records=log.records,
+        high_watermark=log.high_watermark,
+        epoch_cache=log.epoch_cache,
+        isr=replica.isr,
+    )
+
+
+def view_of(state: PartitionState) -> PartitionView:
+    """The observable part of a spec state: what every target's `observe()` must return."""
+    controller = state.controller
+    return PartitionView(
+        replicas=tuple(replica_view(replica) for replica in state.replicas),
+        controller_leader=controller.leader,
+        controller_epoch=controller.leader_epoch,
+        controller_isr=controller.isr,
+        acknowledged=state.history.acknowledged,
+    )
+
+
+class ReferencePartitionTarget:
+    """`PartitionUnderTest` over the definitional `reference.partition.ReferencePartition`."""
+
+    def __init__(self, settings: ReplicationSettings) -> None:
+        self.settings = settings
+        self.partition = ReferencePartition(spec_config(settings))
+
+    def produce(self, leader: ReplicaId, acks: Acks, value: int) -> ProduceOutcome | None:
+        """See `PartitionUnderTest.produce` (values must come in order: see the module docstring)."""
+        result = self.partition.produce(leader, acks, value)
+        return None if result is None else ProduceOutcome(result.error, result.offset, result.completed)
+
+    def leader_handle_fetch(self, follower: ReplicaId) -> bool:
+        """See `PartitionUnderTest.leader_handle_fetch`."""
+        return self.partition.leader_handle_fetch(follower)
+
+    def follower_handle_fetch_response(self, follower: ReplicaId) -> bool:
+        """See `PartitionUnderTest.follower_handle_fetch_response`."""
+        return self.partition.follower_handle_fetch_response(follower)
+
+    def follower_truncate(self, follower: ReplicaId) -> bool:
+        """See `PartitionUnderTest.follower_truncate`."""
+        return self.partition.follower_truncate(follower)
+
+    def leader_shrink_isr(self, leader: ReplicaId, follower: ReplicaId) -> bool:
+        """See `PartitionUnderTest.leader_shrink_isr`."""
+        return self.partition.leader_shrink_isr(leader, follower)
+
+    def clock_tick(self) -> bool:
+        """See `PartitionUnderTest.clock_tick`."""
+        return self.partition.clock_tick()
+
+    def controller_move_leadership(self, new_leader: ReplicaId) -> bool:
+        """See `PartitionUnderTest.controller_move_leadership`."""
+        return self.partition.controller_move_leadership(new_leader)
+
+    def broker_crash(self, replica: ReplicaId, surviving_end: int) -> bool:
+        """See `PartitionUnderTest.broker_crash`."""
+        return self.partition.broker_crash(replica, surviving_end)
+
+    def broker_restart(self, replica: ReplicaId) -> bool:
+        """See `PartitionUnderTest.broker_restart`."""
+        return self.partition.broker_restart(replica)
+
+    def become_leader_or_follower(self, replica: ReplicaId) -> bool:
+        """See `PartitionUnderTest.become_leader_or_follower`."""
+        return self.partition.become_leader_or_follower(replica)
+
+    def advance_log_start_offset(self, leader: ReplicaId, new_start: int) -> bool:
+        """See `PartitionUnderTest.advance_log_start_offset`."""
+        return self.partition.advance_log_start_offset(leader, new_start)
+
+    def observe(self) -> PartitionView:
+        """See `PartitionUnderTest.observe`."""
+        return view_of(self.partition.state)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+IMPL_MODULE = "conformance.impl_partition"
+"""Where kafkaspec's optimized partition adapter lives (imported only when asked for)."""
+
+BUILTIN_TARGETS = ("impl", "reference")
+
+
+def _impl_factory() -> PartitionFactory:
+    """`conformance.impl_partition.ImplPartition`, imported now (not at module import, so
+    the suite runs against the reference without the optimized implementation)."""
+    try:
+        module = importlib.import_module(IMPL_MODULE)
+    except ImportError as error:
+        raise ValueError(
+            f"conformance target 'impl': the optimized partition ({IMPL_MODULE}) does not import: {error}"
+        ) from None
+    factory = getattr(module, "ImplPartition", None)
+    if factory is None or not callable(factory):
+        raise ValueError(f"conformance target 'impl': {IMPL_MODULE} has no callable 'ImplPartition'")
+    checked: PartitionFactory = factory
+    return checked
+
+
+def resolve_partition_target(target: str) -> PartitionFactory:
+    """The factory named by `target`: ``reference``, ``impl`` or ``MODULE:FACTORY``.
+
+    Raises ValueError, saying what is accepted, for anything else (an unknown name, a module
+    that does not import, a missing or non-callable factory).
+    """
+    if target == "reference":
+        return ReferencePartitionTarget
+    if target == "impl":
+        return _impl_factory()
+    module_name, colon, attribute = target.partition(":")
+    if not colon or not module_name or not attribute:
+        raise ValueError(
+            f"unknown conformance target {target!r}: expected one of "
+            f"{', '.join(BUILTIN_TARGETS)} or MODULE:FACTORY"
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ValueError(f"conformance target {target!r}: cannot import {module_name!r}: {error}") from None
+    factory = getattr(module, attribute, None)
+    if factory is None or not callable(factory):
+        raise ValueError(
+            f"conformance target {target!r}: module {module_name!r} has no callable {attribute!r} "
+            "(it must take ReplicationSettings and return a PartitionUnderTest)"
+        )
+    checked: PartitionFactory = factory
+    return checked
+
+
+def make_partition(target: str, settings: ReplicationSettings) -> PartitionUnderTest:
+    """A fresh partition for `target` with `settings`, checked to implement `PartitionUnderTest`."""
+    made = resolve_partition_target(target)(settings)
+    if not isinstance(made, PartitionUnderTest):
+        raise ValueError(
+            f"conformance target {target!r}: factory returned {type(made).__name__}, not a PartitionUnderTest"
+        )
+    return made

@@ -1,11 +1,23 @@
-"""Run the replica-log conformance machine against a named target and report the outcome.
+"""Run the conformance suites against a named target and report the outcome.
 
-`run_conformance("impl", examples=200, seed=0)` drives `conformance.machines.log` against the
-target for `examples` generated command sequences. With a seed the run is deterministic
-(Hypothesis's `@seed`: the same seed gives the same sequences); the example database is never used, so a run
-depends only on its arguments. A divergence comes back as `passed=False` with the minimal
-failing command sequence exactly as Hypothesis printed it. A bad target string raises
-`ValueError` (the CLI maps it to exit code 2).
+Two suites: ``log`` (`conformance.machines.log`: one replica's log, `conformance.sut`) and
+``partition`` (`conformance.machines.partition`: a replicated partition driven action by
+action, `conformance.partition_sut`). `run_conformance("impl", examples=200, seed=0)` runs
+every suite that applies to the target, each for `examples` generated command sequences.
+
+Which suites run
+    ``suite="all"`` runs both; it is the default for the built-in targets ``impl`` and
+    ``reference``. A ``MODULE:FACTORY`` target implements one interface, so it names its
+    suite: ``log`` (the default, as before the partition suite existed: ``FACTORY()``
+    returns a `LogUnderTest`) or ``partition`` (``FACTORY(settings)`` returns a
+    `PartitionUnderTest`); ``all`` with ``MODULE:FACTORY`` raises ValueError.
+
+Determinism and failures
+    With a seed a run is deterministic (Hypothesis's `@seed`: the same seed gives the same
+    sequences); the example database is never used, so a run depends only on its arguments.
+    A divergence comes back as `passed=False` with the minimal failing command sequence
+    exactly as Hypothesis printed it. A bad target or suite raises `ValueError` (the CLI
+    maps it to exit code 2).
 """
 
 from __future__ import annotations
@@ -17,35 +29,105 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as fixed_seed
 from hypothesis.errors import FlakyFailure
 from hypothesis.reporting import with_reporter
-from hypothesis.stateful import get_state_machine_test
+from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test
 
 from conformance.machines.log import machine_for
+from conformance.machines.partition import partition_machine_for
 
 STEPS_PER_EXAMPLE = 40
 
+SUITES = ("log", "partition")
+"""Every suite, in the order `all` runs them."""
+
+SUITE_CHOICES = (*SUITES, "all")
+
+BUILTIN_TARGETS = ("impl", "reference")
+
 
 @dataclass(frozen=True, slots=True)
-class ConformanceResult:
-    """The outcome of one conformance run."""
+class SuiteResult:
+    """The outcome of one suite."""
 
-    target: str
-    examples: int
+    suite: str
     passed: bool
     failure: str | None  # the minimal failing command sequence and the divergence, when not passed
     seconds: float
 
 
-def run_conformance(
-    target: str, examples: int, seed: int | None = None, *, shrink: bool = True
-) -> ConformanceResult:
-    """Drive `target` beside the reference for `examples` command sequences.
+@dataclass(frozen=True, slots=True)
+class ConformanceResult:
+    """The outcome of one conformance run: every suite that ran, in order."""
 
-    `shrink=False` reports the first failing sequence as found (faster; for mutation runs
-    that only ask whether a divergence is detected).
+    target: str
+    examples: int  # command sequences per suite
+    passed: bool
+    failure: str | None  # every failing suite's report, each headed by the suite's name
+    seconds: float
+    suites: tuple[SuiteResult, ...] = ()
+
+    @property
+    def suite_names(self) -> tuple[str, ...]:
+        """The suites that ran."""
+        return tuple(result.suite for result in self.suites)
+
+
+def suites_for(target: str, suite: str | None) -> tuple[str, ...]:
+    """The suites to run: `suite` (``log``, ``partition`` or ``all``) or, when None, the
+    default (``all`` for built-in targets, ``log`` for ``MODULE:FACTORY``)."""
+    if suite is None:
+        suite = "all" if target in BUILTIN_TARGETS else "log"
+    if suite not in SUITE_CHOICES:
+        raise ValueError(f"unknown conformance suite {suite!r}: expected one of {', '.join(SUITE_CHOICES)}")
+    if suite != "all":
+        return (suite,)
+    if target not in BUILTIN_TARGETS:
+        raise ValueError(
+            f"conformance target {target!r}: a MODULE:FACTORY target implements one interface, "
+            "so name its suite: log (FACTORY() returns a LogUnderTest) or partition "
+            "(FACTORY(settings) returns a PartitionUnderTest)"
+        )
+    return SUITES
+
+
+def run_conformance(
+    target: str,
+    examples: int,
+    seed: int | None = None,
+    *,
+    suite: str | None = None,
+    shrink: bool = True,
+) -> ConformanceResult:
+    """Drive `target` beside the reference for `examples` command sequences in each suite.
+
+    `suite` is ``log``, ``partition``, ``all`` or None (the default for the target, see the
+    module docstring). `shrink=False` reports the first failing sequence as found (faster;
+    for mutation runs that only ask whether a divergence is detected).
     """
     if examples < 1:
         raise ValueError(f"examples must be at least 1, got {examples}")
-    machine = machine_for(target)
+    names = suites_for(target, suite)
+    # Resolve every machine first, so a bad target fails before any suite runs.
+    machines = [machine_for(target) if name == "log" else partition_machine_for(target) for name in names]
+    results = tuple(
+        _run_machine(name, machine, examples, seed, shrink)
+        for name, machine in zip(names, machines, strict=True)
+    )
+    failures = [
+        f"{result.suite} suite:\n{result.failure}" for result in results if result.failure is not None
+    ]
+    return ConformanceResult(
+        target=target,
+        examples=examples,
+        passed=all(result.passed for result in results),
+        failure="\n\n".join(failures) if failures else None,
+        seconds=sum(result.seconds for result in results),
+        suites=results,
+    )
+
+
+def _run_machine(
+    suite: str, machine: type[RuleBasedStateMachine], examples: int, seed: int | None, shrink: bool
+) -> SuiteResult:
     run_settings = settings(
         max_examples=examples,
         stateful_step_count=STEPS_PER_EXAMPLE,
@@ -54,7 +136,11 @@ def run_conformance(
         deadline=None,
         print_blob=False,
         suppress_health_check=list(HealthCheck),
-        phases=tuple(Phase) if shrink else tuple(phase for phase in Phase if phase is not Phase.shrink),
+        # No explain phase: it traces every line of the failing case (slow) to say which
+        # lines only failing cases ran, which adds nothing to the command sequence.
+        phases=tuple(
+            phase for phase in Phase if phase is not Phase.explain and (shrink or phase is not Phase.shrink)
+        ),
     )
     test = get_state_machine_test(machine, settings=run_settings)
     if seed is not None:
@@ -67,5 +153,5 @@ def run_conformance(
     except (AssertionError, FlakyFailure) as error:  # a divergence, even if not reproducible
         notes = [str(note) for note in getattr(error, "__notes__", [])]
         failure = "\n".join([*lines, *notes, f"{type(error).__name__}: {error}"])
-        return ConformanceResult(target, examples, False, failure, time.perf_counter() - started)
-    return ConformanceResult(target, examples, True, None, time.perf_counter() - started)
+        return SuiteResult(suite, False, failure, time.perf_counter() - started)
+    return SuiteResult(suite, True, None, time.perf_counter() - started)

@@ -370,18 +370,35 @@ def verify_command(
     default="impl",
     show_default=True,
     metavar="impl|reference|MODULE:FACTORY",
-    help="The system under test: kafkaspec's optimized log, the reference, or your own adapter "
-    "(MODULE:FACTORY returning a conformance.sut.LogUnderTest).",
+    help="The system under test: kafkaspec's optimized implementation, the reference, or your own "
+    "adapter (MODULE:FACTORY: FACTORY() returns a conformance.sut.LogUnderTest for --suite log, "
+    "FACTORY(settings) a conformance.partition_sut.PartitionUnderTest for --suite partition).",
 )
 @click.option(
-    "--examples", type=click.IntRange(min=1), default=200, show_default=True, help="Command sequences to run."
+    "--suite",
+    type=click.Choice(["log", "partition", "all"]),
+    default=None,
+    help="Which suite to run: the replica log, the replicated partition, or both "
+    "[default: all for impl and reference, log for MODULE:FACTORY, which must name one suite].",
+)
+@click.option(
+    "--examples",
+    type=click.IntRange(min=1),
+    default=200,
+    show_default=True,
+    help="Command sequences to run (per suite).",
 )
 @click.option("--seed", type=int, default=None, help="Fix the generated sequences (reproducible runs).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-def conformance_command(target: str, examples: int, seed: int | None, as_json: bool) -> int:
-    """Run the conformance suite: the target and the reference get the same commands and
-    must give the same answers. So far the suite covers the replica log (append, read,
-    truncation, high watermark, retention, DeleteRecords, epochs, flush, crash and recovery).
+def conformance_command(
+    target: str, suite: str | None, examples: int, seed: int | None, as_json: bool
+) -> int:
+    """Run the conformance suites: the target and the reference get the same commands and
+    must give the same answers. The log suite covers one replica's log (append, read,
+    truncation, high watermark, retention, DeleteRecords, epochs, flush, crash and recovery);
+    the partition suite a replicated partition driven by the replication spec's actions
+    (produce with acks 0/1/all, fetch, truncation, ISR shrink, leader moves, crashes,
+    restarts, retention), checking every step of the reference against the spec.
 
     Exit 0 conforms, 1 divergence (printed as the minimal failing command sequence), 2 error.
     """
@@ -390,7 +407,7 @@ def conformance_command(target: str, examples: int, seed: int | None, as_json: b
     if ":" in target and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # MODULE:FACTORY names a module of the user's project (as uvicorn)
     try:
-        result = run_conformance(target, examples, seed)
+        result = run_conformance(target, examples, seed, suite=suite)
     except (ValueError, ImportError, AttributeError) as error:
         raise UsageProblem(f"--target {target}: {error}") from None
     if as_json:
@@ -398,22 +415,36 @@ def conformance_command(target: str, examples: int, seed: int | None, as_json: b
             json.dumps(
                 {
                     "target": result.target,
+                    "suites": list(result.suite_names),
                     "examples": result.examples,
                     "conforms": result.passed,
                     "seconds": round(result.seconds, 3),
                     "failure": result.failure,
+                    "results": [
+                        {
+                            "suite": suite_result.suite,
+                            "conforms": suite_result.passed,
+                            "seconds": round(suite_result.seconds, 3),
+                            "failure": suite_result.failure,
+                        }
+                        for suite_result in result.suites
+                    ],
                 },
                 indent=2,
             )
         )
     else:
         console = _stdout_console()
+        for suite_result in result.suites:
+            verdict = "conforms" if suite_result.passed else "DIVERGES from the reference"
+            console.print(
+                f"{target}, {suite_result.suite} suite: {verdict} "
+                f"({examples} command sequences, {suite_result.seconds:.1f} s)",
+                highlight=False,
+                markup=False,
+            )
         verdict = "conforms" if result.passed else "DIVERGES from the reference"
-        console.print(
-            f"{target}: {verdict} ({examples} command sequences, {result.seconds:.1f} s)",
-            highlight=False,
-            markup=False,
-        )
+        console.print(f"{target}: {verdict}", highlight=False, markup=False)
         if result.failure:
             console.print(result.failure, highlight=False, markup=False)
     return EXIT_OK if result.passed else EXIT_VIOLATION
