@@ -351,6 +351,11 @@ MUTANTS: tuple[Mutant, ...] = (
 
 SUITES = ("log", PARTITION)
 
+CONFORMANCE_SUITES = {"log": "log", PARTITION: "exhaustive,partition"}
+"""The conformance suites run for each kind of mutant, in order, until one detects it: the
+replication mutants first meet the exhaustive suite (deterministic, every spec state within
+its depth), then the random partition machine (deeper, sampled)."""
+
 CHILD = """
 import json, sys
 import impl
@@ -358,9 +363,12 @@ from conformance.run import run_conformance
 expected = sys.argv[1]
 if not impl.__file__.startswith(expected):
     raise SystemExit(f"impl imported from {impl.__file__}, not the mutated copy in {expected}")
-result = run_conformance("impl", int(sys.argv[2]), seed=int(sys.argv[3]), suite=sys.argv[4], shrink=False)
+for suite in sys.argv[4].split(","):
+    result = run_conformance("impl", int(sys.argv[2]), seed=int(sys.argv[3]), suite=suite, shrink=False)
+    if not result.passed:
+        break
 lines = (result.failure or "").strip().splitlines()
-print(json.dumps({"passed": result.passed, "why": lines[-1] if lines else ""}))
+print(json.dumps({"passed": result.passed, "why": f"{suite}: {lines[-1]}" if lines else ""}))
 """
 
 
@@ -393,10 +401,11 @@ def mutate(scratch: Path, mutant: Mutant | None) -> Path:
 def run_one(root: Path, name: str, examples: int, seed: int, suite: str = "log") -> Outcome:
     """Run the conformance `suite` with `root` first on PYTHONPATH."""
     environment = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), str(REPO)]))
+    suites = CONFORMANCE_SUITES[suite]
     started = time.perf_counter()
     try:
         completed = subprocess.run(
-            [sys.executable, "-c", CHILD, str(root / "impl"), str(examples), str(seed), suite],
+            [sys.executable, "-c", CHILD, str(root / "impl"), str(examples), str(seed), suites],
             capture_output=True,
             text=True,
             env=environment,

@@ -1,16 +1,18 @@
 """Run the conformance suites against a named target and report the outcome.
 
-Two suites: ``log`` (`conformance.machines.log`: one replica's log, `conformance.sut`) and
+Three suites: ``log`` (`conformance.machines.log`: one replica's log, `conformance.sut`),
 ``partition`` (`conformance.machines.partition`: a replicated partition driven action by
-action, `conformance.partition_sut`). `run_conformance("impl", examples=200, seed=0)` runs
-every suite that applies to the target, each for `examples` generated command sequences.
+action, `conformance.partition_sut`) and ``exhaustive`` (`conformance.exhaustive`: every
+state the replication spec reaches within `depth` actions, replayed on the same partition
+interface). `run_conformance("impl", examples=200, seed=0)` runs every suite that applies
+to the target, the random ones each for `examples` generated command sequences.
 
 Which suites run
-    ``suite="all"`` runs both; it is the default for the built-in targets ``impl`` and
+    ``suite="all"`` runs all three; it is the default for the built-in targets ``impl`` and
     ``reference``. A ``MODULE:FACTORY`` target implements one interface, so it names its
     suite: ``log`` (the default, as before the partition suite existed: ``FACTORY()``
-    returns a `LogUnderTest`) or ``partition`` (``FACTORY(settings)`` returns a
-    `PartitionUnderTest`); ``all`` with ``MODULE:FACTORY`` raises ValueError.
+    returns a `LogUnderTest`), or ``partition`` or ``exhaustive`` (``FACTORY(settings)``
+    returns a `PartitionUnderTest`); ``all`` with ``MODULE:FACTORY`` raises ValueError.
 
 Determinism and failures
     With a seed a run is deterministic (Hypothesis's `@seed`: the same seed gives the same
@@ -31,12 +33,16 @@ from hypothesis.errors import FlakyFailure
 from hypothesis.reporting import with_reporter
 from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test
 
+from conformance.exhaustive import DEFAULT_DEPTH, run_exhaustive
 from conformance.machines.log import machine_for
 from conformance.machines.partition import partition_machine_for
 
-STEPS_PER_EXAMPLE = 40
+STEPS_PER_EXAMPLE = {"log": 40, "partition": 100}
+"""Commands per generated sequence. Replication needs longer ones: the states where
+implementations differ (several truncation rounds after repeated leader changes, a follower
+below the leader's log start) lie a few dozen commands deep."""
 
-SUITES = ("log", "partition")
+SUITES = ("log", "partition", "exhaustive")
 """Every suite, in the order `all` runs them."""
 
 SUITE_CHOICES = (*SUITES, "all")
@@ -96,12 +102,14 @@ def run_conformance(
     *,
     suite: str | None = None,
     shrink: bool = True,
+    depth: int = DEFAULT_DEPTH,
 ) -> ConformanceResult:
     """Drive `target` beside the reference for `examples` command sequences in each suite.
 
-    `suite` is ``log``, ``partition``, ``all`` or None (the default for the target, see the
-    module docstring). `shrink=False` reports the first failing sequence as found (faster;
-    for mutation runs that only ask whether a divergence is detected).
+    `suite` is ``log``, ``partition``, ``exhaustive``, ``all`` or None (the default for the
+    target, see the module docstring); `depth` bounds the exhaustive suite. `shrink=False`
+    reports the first failing sequence as found (faster; for mutation runs that only ask
+    whether a divergence is detected).
     """
     if examples < 1:
         raise ValueError(f"examples must be at least 1, got {examples}")
@@ -109,7 +117,9 @@ def run_conformance(
     # Resolve every machine first, so a bad target fails before any suite runs.
     machines = [machine_for(target) if name == "log" else partition_machine_for(target) for name in names]
     results = tuple(
-        _run_machine(name, machine, examples, seed, shrink)
+        _run_exhaustive(target, depth)
+        if name == "exhaustive"
+        else _run_machine(name, machine, examples, seed, shrink)
         for name, machine in zip(names, machines, strict=True)
     )
     failures = [
@@ -125,12 +135,17 @@ def run_conformance(
     )
 
 
+def _run_exhaustive(target: str, depth: int) -> SuiteResult:
+    result = run_exhaustive(target, depth)
+    return SuiteResult("exhaustive", result.passed, result.failure, result.seconds)
+
+
 def _run_machine(
     suite: str, machine: type[RuleBasedStateMachine], examples: int, seed: int | None, shrink: bool
 ) -> SuiteResult:
     run_settings = settings(
         max_examples=examples,
-        stateful_step_count=STEPS_PER_EXAMPLE,
+        stateful_step_count=STEPS_PER_EXAMPLE[suite],
         derandomize=False,  # a given seed fixes the run instead (derandomize would ignore it)
         database=None,
         deadline=None,

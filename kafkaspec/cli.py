@@ -372,13 +372,14 @@ def verify_command(
     metavar="impl|reference|MODULE:FACTORY",
     help="The system under test: kafkaspec's optimized implementation, the reference, or your own "
     "adapter (MODULE:FACTORY: FACTORY() returns a conformance.sut.LogUnderTest for --suite log, "
-    "FACTORY(settings) a conformance.partition_sut.PartitionUnderTest for --suite partition).",
+    "FACTORY(settings) a conformance.partition_sut.PartitionUnderTest for --suite partition or exhaustive).",
 )
 @click.option(
     "--suite",
-    type=click.Choice(["log", "partition", "all"]),
+    type=click.Choice(["log", "partition", "exhaustive", "all"]),
     default=None,
-    help="Which suite to run: the replica log, the replicated partition, or both "
+    help="Which suite to run: the replica log, the replicated partition (random command "
+    "sequences), every spec state within --depth (exhaustive), or all three "
     "[default: all for impl and reference, log for MODULE:FACTORY, which must name one suite].",
 )
 @click.option(
@@ -388,26 +389,38 @@ def verify_command(
     show_default=True,
     help="Command sequences to run (per suite).",
 )
+@click.option(
+    "--depth",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Exhaustive suite: replay every state the spec reaches within this many actions "
+    "[default: conformance.exhaustive.DEFAULT_DEPTH, 6].",
+)
 @click.option("--seed", type=int, default=None, help="Fix the generated sequences (reproducible runs).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def conformance_command(
-    target: str, suite: str | None, examples: int, seed: int | None, as_json: bool
+    target: str, suite: str | None, examples: int, depth: int | None, seed: int | None, as_json: bool
 ) -> int:
     """Run the conformance suites: the target and the reference get the same commands and
     must give the same answers. The log suite covers one replica's log (append, read,
     truncation, high watermark, retention, DeleteRecords, epochs, flush, crash and recovery);
     the partition suite a replicated partition driven by the replication spec's actions
     (produce with acks 0/1/all, fetch, truncation, ISR shrink, leader moves, crashes,
-    restarts, retention), checking every step of the reference against the spec.
+    restarts, retention), checking every step of the reference against the spec; the
+    exhaustive suite replays, on the same interface, every state the spec reaches within
+    --depth actions in each named scenario, with every action the spec refuses there.
 
     Exit 0 conforms, 1 divergence (printed as the minimal failing command sequence), 2 error.
     """
+    from conformance.exhaustive import DEFAULT_DEPTH
     from conformance.run import run_conformance
+
+    depth = DEFAULT_DEPTH if depth is None else depth
 
     if ":" in target and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # MODULE:FACTORY names a module of the user's project (as uvicorn)
     try:
-        result = run_conformance(target, examples, seed, suite=suite)
+        result = run_conformance(target, examples, seed, suite=suite, depth=depth)
     except (ValueError, ImportError, AttributeError) as error:
         raise UsageProblem(f"--target {target}: {error}") from None
     if as_json:
@@ -417,6 +430,7 @@ def conformance_command(
                     "target": result.target,
                     "suites": list(result.suite_names),
                     "examples": result.examples,
+                    "depth": depth,
                     "conforms": result.passed,
                     "seconds": round(result.seconds, 3),
                     "failure": result.failure,
@@ -437,9 +451,13 @@ def conformance_command(
         console = _stdout_console()
         for suite_result in result.suites:
             verdict = "conforms" if suite_result.passed else "DIVERGES from the reference"
+            scope = (
+                f"every spec state within {depth} actions"
+                if suite_result.suite == "exhaustive"
+                else f"{examples} command sequences"
+            )
             console.print(
-                f"{target}, {suite_result.suite} suite: {verdict} "
-                f"({examples} command sequences, {suite_result.seconds:.1f} s)",
+                f"{target}, {suite_result.suite} suite: {verdict} ({scope}, {suite_result.seconds:.1f} s)",
                 highlight=False,
                 markup=False,
             )

@@ -11,6 +11,10 @@ What it is
     ... in append order, as the spec numbers them).
 
 Which commands
+    `near_miss` picks a candidate action whose guard fails in the reference's state (the
+    actor has the right role, but the follower has not lagged long enough, the fetch comes
+    from an older leader epoch, ...): guards are exercised at their boundary, where an
+    off-by-one shows.
     `enabled_action` picks an action the spec enables in the reference's current state
     (from `spec.partition.candidate_actions`, kept when `step` accepts it), weighted towards
     the ones that move data (produce, fetch, fetch response, truncation, LeaderAndIsr) and,
@@ -192,12 +196,33 @@ def _choose(draw: st.DrawFn, choices: Sequence[T]) -> T:
     return choices[draw(INDEX) % len(choices)]
 
 
-WEIGHTED_KINDS: tuple[type, ...] = tuple(kind for kind, weight in ENABLED_KIND_WEIGHTS for _ in range(weight))
+SWARM_BOOST = 4
+"""How much a test case's emphasised kinds weigh over their usual weight."""
+
+
+def weighted_kinds(emphasis: frozenset[str]) -> tuple[type, ...]:
+    """Every kind repeated by its weight, the kinds named in `emphasis` `SWARM_BOOST` times more.
+
+    Swarm testing (Groce et al., ISSTA 2012): each test case leans on a few kinds of action
+    (many crashes, or many leader moves, or much retention), so runs reach the deep states
+    (several truncation rounds after repeated leader changes, a follower that fell below
+    the leader's log start, an ISR that shrank under min.insync.replicas after an append)
+    that evenly weighted runs seldom do. An empty emphasis shrinks to the usual weights.
+    """
+    return tuple(
+        kind
+        for kind, weight in ENABLED_KIND_WEIGHTS
+        for _ in range(weight * (SWARM_BOOST if kind.__name__ in emphasis else 1))
+    )
+
+
+SWARM_KIND_NAMES = tuple(kind.__name__ for kind, _ in ENABLED_KIND_WEIGHTS)
 
 
 @st.composite
-def enabled_actions(draw: st.DrawFn, enabled: tuple[Action, ...]) -> Action:
-    """One of `enabled`: first a kind (weighted), then one action of that kind; a crash
+def enabled_actions(draw: st.DrawFn, enabled: tuple[Action, ...], kinds: tuple[type, ...]) -> Action:
+    """One of `enabled`: first a kind (weighted: `kinds` from `weighted_kinds`), then one
+    action of that kind; a crash
     keeps the whole log three times out of four.
 
     A drawn index means the same kind whenever that kind is enabled (an index that lands on
@@ -210,9 +235,9 @@ def enabled_actions(draw: st.DrawFn, enabled: tuple[Action, ...]) -> Action:
         by_kind.setdefault(type(action), []).append(action)
     start = draw(INDEX)
     kind = next(
-        WEIGHTED_KINDS[(start + step) % len(WEIGHTED_KINDS)]
-        for step in range(len(WEIGHTED_KINDS))
-        if WEIGHTED_KINDS[(start + step) % len(WEIGHTED_KINDS)] in by_kind
+        kinds[(start + step) % len(kinds)]
+        for step in range(len(kinds))
+        if kinds[(start + step) % len(kinds)] in by_kind
     )
     actions = by_kind[kind]
     if kind is BrokerCrash:
@@ -368,8 +393,10 @@ class PartitionConformanceMachine(RuleBasedStateMachine):
         self._reference: ReferencePartition | None = None
         self.settings = ReplicationSettings()
         self.commands: list[str] = []  # every command so far, with the reference's answer
-        self._enabled_in: PartitionState | None = None  # the state `_enabled_actions` belongs to
+        self._enabled_in: PartitionState | None = None  # the state the two lists below belong to
         self._enabled_actions: tuple[Action, ...] = ()
+        self._near_misses: tuple[Action, ...] = ()
+        self._kinds = weighted_kinds(frozenset())
 
     @property
     def sut(self) -> PartitionUnderTest:
@@ -461,20 +488,42 @@ class PartitionConformanceMachine(RuleBasedStateMachine):
             raise self._fail(f"{command}: target answered {answer!r}, reference answered {expected!r}")
         self._compare_views(command)
 
+    def _classify_candidates(self) -> None:
+        """Split the spec's candidate actions in the reference's state into enabled ones and
+        near misses (computed once per state: the preconditions and the rules all ask)."""
+        reference = self.reference
+        state = reference.state
+        if self._enabled_in is state:
+            return
+        enabled: list[Action] = []
+        refused: list[Action] = []
+        for action in spec_partition.candidate_actions(reference.config, state):
+            (enabled if reference.would_accept(action) else refused).append(action)
+        self._enabled_in, self._enabled_actions, self._near_misses = state, tuple(enabled), tuple(refused)
+
     def _enabled(self) -> tuple[Action, ...]:
-        """The actions the spec enables in the reference's state (computed once per state:
-        the precondition and the rule both ask)."""
-        state = self.reference.state
-        if self._enabled_in is not state:
-            self._enabled_in, self._enabled_actions = state, self.reference.enabled_actions()
+        """The actions the spec enables in the reference's state."""
+        self._classify_candidates()
         return self._enabled_actions
+
+    def _refused_candidates(self) -> tuple[Action, ...]:
+        """Near misses: candidate actions (the actor has the right role) whose guard fails,
+        such as shrinking a follower one tick before its lag allows or a fetch from a
+        follower still on an older leader epoch (KIP-320 fencing)."""
+        self._classify_candidates()
+        return self._near_misses
 
     # -- rules --------------------------------------------------------------------------
 
-    @initialize(replication=replication_settings())
-    def start(self, replication: ReplicationSettings) -> None:
-        """Build the target and the reference with the drawn settings; both start equal."""
+    @initialize(
+        replication=replication_settings(),
+        emphasis=st.frozensets(st.sampled_from(SWARM_KIND_NAMES), max_size=3),
+    )
+    def start(self, replication: ReplicationSettings, emphasis: frozenset[str]) -> None:
+        """Build the target and the reference with the drawn settings; both start equal.
+        `emphasis` names the kinds of action this test case leans on (swarm testing)."""
         self.settings = replication
+        self._kinds = weighted_kinds(emphasis)
         self._reference = ReferencePartition(spec_config(replication))
         try:
             self._sut = make_partition(self.target, replication)
@@ -488,7 +537,13 @@ class PartitionConformanceMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def enabled_action(self, data: st.DataObject) -> None:
         """An action the spec enables now."""
-        self._run(data.draw(enabled_actions(self._enabled()), label="enabled action"))
+        self._run(data.draw(enabled_actions(self._enabled(), self._kinds), label="enabled action"))
+
+    @precondition(lambda self: bool(self._refused_candidates()))
+    @rule(data=st.data())
+    def near_miss(self, data: st.DataObject) -> None:
+        """A candidate action the spec refuses now: guards are checked at their boundary."""
+        self._run(data.draw(st.sampled_from(self._refused_candidates()), label="near miss"))
 
     @rule(data=st.data())
     def any_action(self, data: st.DataObject) -> None:

@@ -1,0 +1,202 @@
+"""Bounded exhaustive conformance: every state the spec reaches within a depth, replayed on a target.
+
+What it is
+    The random machine (`conformance.machines.partition`) samples command sequences; deep
+    states (several OffsetsForLeaderEpoch rounds after repeated leader changes, a follower
+    rejoining below a new leader's epoch start) are rare in samples. This suite leaves
+    nothing to chance up to a bound: for each named scenario of `spec.scenarios` (its
+    settings and its exploration bounds), a breadth-first search of `spec.partition` finds
+    every distinct state within `depth` actions and a shortest path to it. The paths to the
+    leaves of that search tree cover every state; each is replayed on a fresh target beside
+    the reference through the random machine's own `_run`, which compares every answer and
+    the whole observable view after every step and checks refinement against the spec. At
+    each state, the first time a replay passes through it, the actions the spec refuses
+    there (`near_misses`: shrinking a follower one tick early, a fetch from an older leader
+    epoch, a produce to a follower) are given too and must be refused; refused actions change nothing, so the
+    replay goes on along its path.
+
+    This is model-based testing in the manner of trace checking with TLC: the spec's
+    reachable graph, not a sample of it, is the test. Its cost is (leaves x depth) steps,
+    so depths stay small (`DEFAULT_DEPTH`).
+
+What it does not cover
+    Transitions into states already reached by a shorter path (non-tree edges) are not
+    replayed, only their targets are reached another way.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from conformance.machines.partition import DivergenceError, PartitionConformanceMachine, partition_machine_for
+from conformance.partition_sut import ReplicationSettings
+from spec import partition as spec_partition
+from spec.partition import Action, PartitionConfig, PartitionState, ProducerSend
+from spec.scenarios import SCENARIOS, Scenario
+
+DEFAULT_DEPTH = 6
+"""Deep enough for a leader change with a truncation after it in every scenario, small
+enough that the whole suite takes seconds on the built-in targets."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioPaths:
+    """The leaves of one scenario's breadth-first search tree, each with its shortest path."""
+
+    scenario: str
+    settings: ReplicationSettings
+    states: int  # distinct states within the depth
+    paths: tuple[tuple[Action, ...], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ExhaustiveResult:
+    """The outcome of one exhaustive run."""
+
+    target: str
+    depth: int
+    scenarios: tuple[str, ...]
+    states: int  # distinct spec states covered, over every scenario
+    steps: int  # commands given to the target (path steps plus near misses)
+    passed: bool
+    failure: str | None
+    seconds: float
+
+
+def settings_of(config: PartitionConfig) -> ReplicationSettings:
+    """The behaviour-relevant part of a scenario's configuration."""
+    return ReplicationSettings(
+        replication_factor=config.replication_factor,
+        min_insync_replicas=config.min_insync_replicas,
+        unclean_leader_election=config.unclean_leader_election,
+        truncation=config.truncation,
+        replica_lag_ticks=config.replica_lag_ticks,
+    )
+
+
+def leaf_paths(config: PartitionConfig, depth: int) -> tuple[int, tuple[tuple[Action, ...], ...]]:
+    """Breadth-first search of the spec from its initial state: the number of distinct states
+    within `depth` actions and the shortest paths to the leaves of the search tree (states
+    that discovered no new state), whose prefixes reach every other state."""
+    start = spec_partition.initial_state(config)
+    parent: dict[PartitionState, tuple[PartitionState, Action] | None] = {start: None}
+    inner: set[PartitionState] = set()
+    frontier = [start]
+    for _ in range(depth):
+        discovered: list[PartitionState] = []
+        for state in frontier:
+            for action in spec_partition.candidate_actions(config, state):
+                successor = spec_partition.step(config, state, action)
+                if successor is None or successor in parent:
+                    continue
+                parent[successor] = (state, action)
+                inner.add(state)
+                discovered.append(successor)
+        frontier = discovered
+    paths = tuple(_path_to(parent, state) for state in parent if state not in inner)
+    return len(parent), paths
+
+
+def _path_to(
+    parent: dict[PartitionState, tuple[PartitionState, Action] | None], state: PartitionState
+) -> tuple[Action, ...]:
+    actions: list[Action] = []
+    link = parent[state]
+    while link is not None:
+        state, action = link
+        actions.append(action)
+        link = parent[state]
+    return tuple(reversed(actions))
+
+
+def scenario_paths(scenarios: Sequence[Scenario], depth: int) -> Iterator[ScenarioPaths]:
+    """Each scenario's leaf paths within `depth`."""
+    for scenario in scenarios:
+        states, paths = leaf_paths(scenario.config, depth)
+        yield ScenarioPaths(scenario.name, settings_of(scenario.config), states, paths)
+
+
+def run_exhaustive(
+    target: str,
+    depth: int = DEFAULT_DEPTH,
+    scenarios: Sequence[Scenario] = SCENARIOS,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> ExhaustiveResult:
+    """Replay every scenario's leaf paths within `depth` on `target` beside the reference.
+
+    Stops at the first divergence and reports it with the commands that led there (the
+    path is a shortest one to the state where the target first disagreed, because paths
+    come in breadth-first order). `progress(scenario, done, total)` is called after each
+    replayed path. A bad target string raises ValueError.
+    """
+    if depth < 1:
+        raise ValueError(f"depth must be at least 1, got {depth}")
+    machine_class = partition_machine_for(target)
+    started = time.perf_counter()
+    states = steps = 0
+    names: list[str] = []
+    for covered in scenario_paths(scenarios, depth):
+        names.append(covered.scenario)
+        states += covered.states
+        checked_near_misses: set[PartitionState] = set()
+        for done, path in enumerate(covered.paths, 1):
+            failure, taken = _replay(machine_class, covered.settings, path, checked_near_misses)
+            steps += taken
+            if failure is not None:
+                report = f"scenario {covered.scenario}, depth {depth}:\n{failure}"
+                return ExhaustiveResult(
+                    target, depth, tuple(names), states, steps, False, report, time.perf_counter() - started
+                )
+            if progress is not None:
+                progress(covered.scenario, done, len(covered.paths))
+    return ExhaustiveResult(
+        target, depth, tuple(names), states, steps, True, None, time.perf_counter() - started
+    )
+
+
+def near_misses(machine: PartitionConformanceMachine) -> tuple[Action, ...]:
+    """The actions to try in the reference's state that the spec refuses there: its candidate
+    actions whose guard fails, and a produce with every acks setting to every broker that
+    does not act as leader (a follower must answer NOT_LEADER_OR_FOLLOWER, which the spec
+    models as the send not happening)."""
+    reference = machine.reference
+    state = reference.state
+    to_followers = tuple(
+        ProducerSend(replica, acks)
+        for replica in range(len(state.replicas))
+        if not spec_partition.acts_as_leader(state, replica)
+        for acks in reference.config.producer_acks
+    )
+    return (*machine._refused_candidates(), *to_followers)
+
+
+def _replay(
+    machine_class: type[PartitionConformanceMachine],
+    settings: ReplicationSettings,
+    path: tuple[Action, ...],
+    checked_near_misses: set[PartitionState],
+) -> tuple[str | None, int]:
+    """Replay `path`, with the near misses of each state not checked before; returns the
+    divergence (None when there is none) and the number of commands given."""
+    machine = machine_class()
+    given = 0
+    try:
+        machine.start(settings, frozenset())
+        for action in (None, *path):
+            if action is not None:
+                machine._run(action)
+                given += 1
+            state = machine.reference.state
+            if state in checked_near_misses:
+                continue
+            checked_near_misses.add(state)
+            for near_miss in near_misses(machine):
+                machine._run(near_miss)
+                given += 1
+    except DivergenceError as divergence:
+        return str(divergence), given
+    finally:
+        machine.teardown()
+    return None, given
