@@ -12,6 +12,13 @@ Bounds
     (records, crashes, elections), which usually makes the space finite, so a run either
     finds a violation, exhausts the space (`complete`), or stops at the depth bound.
 
+Exact states, not fingerprints
+    Seen states are remembered whole (a dictionary keyed by the state, whose hash each
+    state caches), so a hash collision costs one equality test and can never hide a state.
+    TLC instead stores 64-bit fingerprints and reports the probability that a collision
+    skipped part of the space; here the states are kept anyway to print traces, so a
+    fingerprint would save no memory and no time worth that risk.
+
 Symmetry
     A model may give `canonical`, a function mapping a state to a representative of its
     symmetry class (for instance sorting interchangeable members). States are deduplicated
@@ -24,6 +31,7 @@ Modelled on TLC's breadth-first mode and stateright's `spawn_bfs`.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -104,6 +112,24 @@ def check(
     Stops at the first violation (its trace is a shortest one), when the state space is
     exhausted, at the depth bound, or after `max_states` distinct states.
     """
+    # Every state reached is kept until the end, so the cyclic garbage collector would
+    # traverse an ever larger heap again and again (about a tenth of the run) to find
+    # nothing: immutable states hold no reference cycles. Pause it while exploring.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _explore(model, max_depth, max_states, progress)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _explore(
+    model: Model[State, Action],
+    max_depth: int,
+    max_states: int | None,
+    progress: ProgressCallback | None,
+) -> CheckResult[State, Action]:
     started = time.perf_counter()
     key_of: Callable[[State], Hashable] = model.canonical or (lambda state: state)
     index_of: dict[Hashable, int] = {}
@@ -143,10 +169,11 @@ def check(
         states.append(state)
         parents.append(parent)
         via.append(action)
-        for name, reached in list(witnesses_left.items()):
-            if reached(state):
-                witnesses_reached[name] = True
-                del witnesses_left[name]
+        if witnesses_left:
+            for name, reached in list(witnesses_left.items()):
+                if reached(state):
+                    witnesses_reached[name] = True
+                    del witnesses_left[name]
         failing = _first_failing(model.invariants, state)
         if failing is not None:
             return index, Violation(failing, "invariant", trace_to(index))
@@ -163,26 +190,30 @@ def check(
             return finish(violation, 0, False)
         frontier.append(index)
 
+    # Bound once: the loop below runs once per transition.
+    candidate_actions, step, canonical = model.candidate_actions, model.step, model.canonical
+    step_properties = tuple(model.step_properties.items())
     depth = 0
     while frontier and depth < max_depth:
         depth += 1
         next_frontier: list[int] = []
         for parent in frontier:
             state = states[parent]
-            for action in model.candidate_actions(state):
-                successor = model.step(state, action)
+            for action in candidate_actions(state):
+                successor = step(state, action)
                 if successor is None:
                     continue
                 transitions += 1
-                for name, holds in model.step_properties.items():
+                for name, holds in step_properties:
                     if not holds(state, successor):
                         steps = (*trace_to(parent), TraceStep(action, successor))
                         return finish(Violation(name, "step", steps), depth, False)
-                key = key_of(successor)
-                if key in index_of:
+                # One dictionary probe both asks "seen before?" and claims the next index.
+                key = successor if canonical is None else canonical(successor)
+                index = len(states)
+                if index_of.setdefault(key, index) != index:
                     continue
-                index, violation = admit(successor, parent, action)
-                index_of[key] = index
+                _, violation = admit(successor, parent, action)
                 if violation is not None:
                     return finish(violation, depth, False)
                 next_frontier.append(index)

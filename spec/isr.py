@@ -63,11 +63,10 @@ def leader_high_watermark(
     pre: 0 <= current_high_watermark <= leader_log_end_offset
     post: current_high_watermark <= __return__ <= leader_log_end_offset
     """
-    if any(end is None for end in isr_follower_log_end_offsets):
+    if None in isr_follower_log_end_offsets:
         return current_high_watermark
     known = [end for end in isr_follower_log_end_offsets if end is not None]
-    candidate = min([leader_log_end_offset, *known])
-    return max(current_high_watermark, candidate)
+    return max(current_high_watermark, min([leader_log_end_offset, *known]))
 
 
 def follower_high_watermark(leader_high_watermark_in_response: int, follower_log_end_offset: int) -> int:

@@ -23,10 +23,11 @@ Invariants every function keeps (see `log_is_well_formed`)
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import pairwise
 
-from spec._hashing import cache_hash
+from spec._frozen import cache_hash, fast_init, replace
 from spec.types import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, EpochEntry, Record
 
 EpochCache = tuple[EpochEntry, ...]
@@ -34,6 +35,7 @@ EpochCache = tuple[EpochEntry, ...]
 
 
 @cache_hash
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ReplicaLog:
     """One replica's log as it is on disk plus its high watermark."""
@@ -180,6 +182,8 @@ def truncate_cache_from_start(cache: EpochCache, start_offset: int) -> EpochCach
 
 def append(log: ReplicaLog, records: tuple[Record, ...]) -> ReplicaLog:
     """Append records at the log end, recording each new epoch in the epoch cache."""
+    if not records:
+        return log
     cache = log.epoch_cache
     offset = log.log_end_offset
     for record in records:
@@ -187,6 +191,13 @@ def append(log: ReplicaLog, records: tuple[Record, ...]) -> ReplicaLog:
             cache = assign_epoch(cache, record.epoch, offset)
         offset += 1
     return replace(log, records=log.records + records, epoch_cache=cache)
+
+
+def begin_leader_epoch(log: ReplicaLog, epoch: int) -> ReplicaLog:
+    """A replica becoming leader records that `epoch` starts at its LEO (KAFKA-7415), so
+    followers asking about older epochs learn where they end even before it appends."""
+    cache = assign_epoch(log.epoch_cache, epoch, log.log_end_offset)
+    return log if cache is log.epoch_cache else replace(log, epoch_cache=cache)
 
 
 def truncate_to(log: ReplicaLog, offset: int) -> ReplicaLog:
@@ -198,6 +209,12 @@ def truncate_to(log: ReplicaLog, offset: int) -> ReplicaLog:
     assigned at its LEO that never got a record is forgotten).
     """
     end = max(min(offset, log.log_end_offset), log.log_start_offset)
+    if (
+        end == log.log_end_offset
+        and log.high_watermark <= end
+        and all(entry.start_offset < end for entry in log.epoch_cache)
+    ):
+        return log  # nothing to remove: the same object, so states keep sharing it
     return ReplicaLog(
         log_start_offset=log.log_start_offset,
         records=log.records[: end - log.log_start_offset],
@@ -250,6 +267,7 @@ def recover_after_crash(log: ReplicaLog, surviving_end: int) -> ReplicaLog:
 # ---------------------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=1 << 16)  # pure; the model checker asks it about the same logs over and over
 def log_is_well_formed(log: ReplicaLog) -> bool:
     """The structural invariant of a single log (checked on every replica in every state)."""
     if not 0 <= log.log_start_offset <= log.high_watermark <= log.log_end_offset:

@@ -40,17 +40,19 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import combinations
 from typing import Any
 
 from spec import isr as isr_rules
-from spec._hashing import cache_hash
+from spec._frozen import cache_hash, fast_init, replace
 from spec.log import (
     EMPTY_LOG,
     ReplicaLog,
     advance_log_start_offset,
     append,
-    assign_epoch,
+    begin_leader_epoch,
     epoch_start_offset,
     log_is_well_formed,
     readable_records,
@@ -69,6 +71,7 @@ from spec.types import UNDEFINED_EPOCH, Acks, ErrorCode, Record, ReplicaId, Trun
 # ---------------------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class PartitionConfig:
     """Kafka settings and exploration bounds of one model-checking run."""
@@ -104,6 +107,8 @@ class Role(enum.Enum):
     FOLLOWER = "follower"
     UNKNOWN = "unknown"  # restarted, waiting for the controller's LeaderAndIsr
 
+    __hash__ = object.__hash__  # members are singletons: hashing by identity is cheaper than Enum's
+
 
 class FetchPhase(enum.Enum):
     """A follower's fetcher state (`AbstractFetcherThread`'s Truncating / Fetching)."""
@@ -111,7 +116,10 @@ class FetchPhase(enum.Enum):
     TRUNCATING = "truncating"  # must find where its log diverges before fetching
     FETCHING = "fetching"
 
+    __hash__ = object.__hash__  # members are singletons: hashing by identity is cheaper than Enum's
 
+
+@fast_init
 @dataclass(frozen=True, slots=True)
 class FollowerProgress:
     """The leader's view of one follower (Kafka's `Replica` state on the leader)."""
@@ -121,6 +129,7 @@ class FollowerProgress:
 
 
 @cache_hash
+@fast_init
 @dataclass(frozen=True, slots=True)
 class FetchResponse:
     """A fetch response on its way from the leader to a follower."""
@@ -136,6 +145,7 @@ class FetchResponse:
 
 
 @cache_hash
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Replica:
     """One broker's replica of the partition: its disk (log) and its memory (the rest)."""
@@ -153,6 +163,8 @@ class Replica:
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
 
+@cache_hash
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ControllerState:
     """The partition state the controller keeps in ZooKeeper (`LeaderIsrAndControllerEpoch`)."""
@@ -161,9 +173,11 @@ class ControllerState:
     leader_epoch: int  # bumped by every election and by every ISR removal the controller makes
     isr: frozenset[ReplicaId]  # never empty: the last member stays even when it dies
     elections_moved: int = 0  # ControllerMoveLeadership steps taken (bounded)
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
 
 @cache_hash
+@fast_init
 @dataclass(frozen=True, slots=True)
 class History:
     """Ghost state: what clients were told and what they could have seen."""
@@ -182,6 +196,7 @@ class History:
 
 
 @cache_hash
+@fast_init
 @dataclass(frozen=True, slots=True)
 class PartitionState:
     """The whole system: every replica, the controller's partition state, the ghost history."""
@@ -219,6 +234,7 @@ def initial_state(config: PartitionConfig) -> PartitionState:
 # ---------------------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ProducerSend:
     """A producer sends one record with `acks` to `leader` (which must act as leader)."""
@@ -227,6 +243,7 @@ class ProducerSend:
     acks: Acks
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class LeaderHandleFetch:
     """`follower`'s leader handles its fetch request."""
@@ -234,6 +251,7 @@ class LeaderHandleFetch:
     follower: ReplicaId
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class FollowerHandleFetchResponse:
     """`follower` processes the fetch response in flight to it."""
@@ -241,6 +259,7 @@ class FollowerHandleFetchResponse:
     follower: ReplicaId
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class FollowerTruncate:
     """`follower` truncates its log before fetching in a new epoch."""
@@ -248,6 +267,7 @@ class FollowerTruncate:
     follower: ReplicaId
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class LeaderShrinkIsr:
     """`leader` removes the lagging `follower` from the ISR."""
@@ -256,11 +276,13 @@ class LeaderShrinkIsr:
     follower: ReplicaId
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ClockTick:
     """Logical time passes for every leader's lag tracking."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ControllerMoveLeadership:
     """The controller moves leadership to `new_leader`, a live ISR member (clean election)."""
@@ -268,6 +290,7 @@ class ControllerMoveLeadership:
     new_leader: ReplicaId
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class BrokerCrash:
     """`replica`'s broker dies; its disk keeps offsets below `surviving_end`."""
@@ -276,6 +299,7 @@ class BrokerCrash:
     surviving_end: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class BrokerRestart:
     """`replica`'s broker starts again and registers with the controller."""
@@ -283,6 +307,7 @@ class BrokerRestart:
     replica: ReplicaId
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ReplicaBecomeLeaderOrFollower:
     """`replica` applies the controller's newest LeaderAndIsr."""
@@ -290,6 +315,7 @@ class ReplicaBecomeLeaderOrFollower:
     replica: ReplicaId
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class LeaderAdvanceLogStartOffset:
     """Retention on `leader` deletes records below `new_start` (at most its HW)."""
@@ -398,13 +424,16 @@ def _record_visibility(state: PartitionState, leader_id: ReplicaId) -> Partition
         return state
     readable = frozenset((offset, record.value) for offset, record in readable_records(log))
     history = state.history
-    consumable = history.consumable | readable
-    committed = history.committed | readable if _is_true_leader(state, leader_id) else history.committed
-    if len(consumable) == len(history.consumable) and len(committed) == len(history.committed):
+    newly_consumable = not readable <= history.consumable
+    newly_committed = not readable <= history.committed and _is_true_leader(state, leader_id)
+    if not newly_consumable and not newly_committed:
         return state
-    return PartitionState(
-        state.replicas, state.controller, replace(history, consumable=consumable, committed=committed)
+    history = replace(
+        history,
+        consumable=history.consumable | readable,
+        committed=history.committed | readable if newly_committed else history.committed,
     )
+    return PartitionState(state.replicas, state.controller, history)
 
 
 def _elect_offline_leader(
@@ -537,9 +566,8 @@ def follower_handle_fetch_response(
     response = follower.fetch_in_flight
     if not follower.alive or response is None:
         return None
-    follower = replace(follower, fetch_in_flight=None)
     if response.leader_epoch != follower.leader_epoch or follower.phase is not FetchPhase.FETCHING:
-        return _with_replica(state, action.follower, follower)
+        return _with_replica(state, action.follower, replace(follower, fetch_in_flight=None))
     log = follower.log
     if response.error is ErrorCode.OFFSET_OUT_OF_RANGE:
         if log.log_end_offset > response.leader_log_end_offset:
@@ -552,7 +580,7 @@ def follower_handle_fetch_response(
             log, isr_rules.follower_high_watermark(response.leader_high_watermark, log.log_end_offset)
         )
         log = advance_log_start_offset(log, response.leader_log_start_offset)
-    return _with_replica(state, action.follower, replace(follower, log=log))
+    return _with_replica(state, action.follower, replace(follower, log=log, fetch_in_flight=None))
 
 
 def follower_truncate(
@@ -623,27 +651,43 @@ def leader_shrink_isr(
     return _advance_leader_high_watermark(config, state, action.leader)
 
 
+def _lag_grows(replica: Replica, member: int, progress: FollowerProgress | None, cap: int) -> bool:
+    """Whether a clock tick ages `member` on leader `replica`: only ISR followers age, up to the cap."""
+    return progress is not None and progress.ticks_since_caught_up < cap and member in replica.isr
+
+
+def _time_matters(config: PartitionConfig, state: PartitionState) -> bool:
+    """Some replica acting as leader has an ISR follower whose lag can still grow."""
+    cap = _lag_cap(config)
+    for replica in state.replicas:
+        if replica.alive and replica.role is Role.LEADER:
+            for member, progress in enumerate(replica.progress):
+                if _lag_grows(replica, member, progress, cap):
+                    return True
+    return False
+
+
 def clock_tick(config: PartitionConfig, state: PartitionState, action: ClockTick) -> PartitionState | None:
     """One tick of logical time: every leader's count of ticks since each ISR follower was
     last caught up grows (capped). Enabled only when some count can still grow. Followers
     outside the ISR are kept at the cap: their age only matters once they rejoin, and
     treating them as long lagging only allows an earlier shrink, never forbids one."""
+    if not _time_matters(config, state):
+        return None
     cap = _lag_cap(config)
     replicas = list(state.replicas)
-    changed = False
     for replica_id, replica in enumerate(state.replicas):
         if not acts_as_leader(state, ReplicaId(replica_id)):
             continue
         progress = tuple(
-            replace(entry, ticks_since_caught_up=entry.ticks_since_caught_up + 1)
-            if entry is not None and entry.ticks_since_caught_up < cap and ReplicaId(member) in replica.isr
+            FollowerProgress(entry.log_end_offset, entry.ticks_since_caught_up + 1)
+            if entry is not None and _lag_grows(replica, member, entry, cap)
             else entry
             for member, entry in enumerate(replica.progress)
         )
         if progress != replica.progress:
             replicas[replica_id] = replace(replica, progress=progress)
-            changed = True
-    return replace(state, replicas=tuple(replicas)) if changed else None
+    return PartitionState(tuple(replicas), state.controller, state.history)
 
 
 def controller_move_leadership(
@@ -765,12 +809,7 @@ def replica_become_leader_or_follower(
         waiting = replica.waiting_acks_all if replica.role is Role.LEADER else ()
         leader = Replica(
             alive=True,
-            log=replace(
-                replica.log,
-                epoch_cache=assign_epoch(
-                    replica.log.epoch_cache, controller.leader_epoch, replica.log.log_end_offset
-                ),
-            ),
+            log=begin_leader_epoch(replica.log, controller.leader_epoch),
             leader_epoch=controller.leader_epoch,
             role=Role.LEADER,
             leader=action.replica,
@@ -855,7 +894,8 @@ def candidate_actions(config: PartitionConfig, state: PartitionState) -> Iterato
                 yield BrokerCrash(replica_id, surviving_end)
         if may_move and replica_id in controller.isr and replica_id != controller.leader:
             yield ControllerMoveLeadership(replica_id)
-    yield ClockTick()
+    if _time_matters(config, state):
+        yield ClockTick()
 
 
 _ACTION_FUNCTIONS: dict[type, Callable[[PartitionConfig, PartitionState, Any], PartitionState | None]] = {
@@ -966,27 +1006,27 @@ def acks_all_records_survive(state: PartitionState) -> bool:
     return _leader_holds(state, history.acknowledged_all)
 
 
+@lru_cache(maxsize=1 << 16)  # pure; the model checker asks it about the same pairs over and over
+def _logs_match(first: ReplicaLog, second: ReplicaLog) -> bool:
+    """Below the newest offset where both logs hold a record of the same epoch, and there,
+    both logs hold the same records (over the offsets both still hold)."""
+    start = max(first.log_start_offset, second.log_start_offset)
+    end = min(first.log_end_offset, second.log_end_offset)
+    for offset in range(end - 1, start - 1, -1):
+        mine, theirs = record_at(first, offset), record_at(second, offset)
+        if mine is not None and theirs is not None and mine.epoch == theirs.epoch:
+            return (
+                first.records[start - first.log_start_offset : offset + 1 - first.log_start_offset]
+                == second.records[start - second.log_start_offset : offset + 1 - second.log_start_offset]
+            )
+    return True
+
+
 def replicas_agree_on_epoch_offsets(state: PartitionState) -> bool:
     """Log matching: two replicas that hold a record with the same offset and epoch hold the
     same record there and the same records before it. Holds because one epoch has one
     leader, that leader only appends, and followers copy its records with their epochs."""
-    logs = [replica.log for replica in state.replicas]
-    for first_index, first in enumerate(logs):
-        for second in logs[first_index + 1 :]:
-            start = max(first.log_start_offset, second.log_start_offset)
-            end = min(first.log_end_offset, second.log_end_offset)
-            for offset in range(end - 1, start - 1, -1):
-                mine, theirs = record_at(first, offset), record_at(second, offset)
-                if mine is not None and theirs is not None and mine.epoch == theirs.epoch:
-                    if (
-                        first.records[start - first.log_start_offset : offset + 1 - first.log_start_offset]
-                        != second.records[
-                            start - second.log_start_offset : offset + 1 - second.log_start_offset
-                        ]
-                    ):
-                        return False
-                    break
-    return True
+    return all(_logs_match(first.log, second.log) for first, second in combinations(state.replicas, 2))
 
 
 def followers_are_prefix_of_leader(state: PartitionState) -> bool:
@@ -1043,11 +1083,10 @@ def leader_epochs_only_grow(before: PartitionState, after: PartitionState) -> bo
     to an older epoch (a restarted broker starts from UNDEFINED and relearns it)."""
     if after.controller.leader_epoch < before.controller.leader_epoch:
         return False
-    return all(
-        new.leader_epoch >= old.leader_epoch
-        for old, new in zip(before.replicas, after.replicas, strict=True)
-        if old.alive and new.alive
-    )
+    for old, new in zip(before.replicas, after.replicas, strict=True):
+        if new is not old and old.alive and new.alive and new.leader_epoch < old.leader_epoch:
+            return False
+    return True
 
 
 StepProperty = Callable[[PartitionState, PartitionState], bool]

@@ -83,6 +83,8 @@ class ErrorCode(enum.Enum):
     FENCED_LEADER_EPOCH = 74
     UNKNOWN_LEADER_EPOCH = 75
 
+    __hash__ = object.__hash__  # members are singletons: hashing by identity is cheaper than Enum's
+
 
 class TruncationRule(enum.Enum):
     """How a replica that becomes a follower decides where its log diverges from the leader."""

@@ -1,0 +1,117 @@
+"""Speed-ups for the spec's frozen dataclasses: faster construction, cached hashes, a fast `replace`.
+
+The model checker builds every successor state by copying its predecessor with a few fields
+changed, and hashes every state it reaches. These helpers only make that cheaper: the
+classes stay ordinary frozen, slotted dataclasses, and equality, hashing, construction and
+`dataclasses.replace` keep their meaning.
+
+* `fast_init`: a frozen dataclass's generated `__init__` stores each field with
+  `object.__setattr__` (the class's own `__setattr__` refuses); storing through each slot's
+  descriptor instead does the same at about half the cost.
+* `cache_hash`: a state shares most of its parts with its predecessor (an action changes
+  one replica, not all), so remembering each part's hash makes hashing a new state cost
+  one level instead of the whole tree.
+* `replace`: `dataclasses.replace` looks up the class's fields and checks each one on
+  every call; this one generates, once per class, a function that passes the unchanged
+  fields straight to the constructor (as `namedtuple._replace` does).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+T = TypeVar("T")
+D = TypeVar("D", bound="DataclassInstance")
+
+
+def _compile(name: str, source: str, namespace: dict[str, Any]) -> Callable[..., Any]:
+    """Define the function `name` from `source` (generated from a class's own field names)."""
+    exec(source, namespace)
+    function: Callable[..., Any] = namespace[name]
+    return function
+
+
+def fast_init(cls: type[D]) -> type[D]:
+    """Give a frozen, slotted dataclass an `__init__` with the same signature and defaults
+    that stores the fields through the slot descriptors.
+
+    Supports what the spec uses: positional-or-keyword fields with or without a default or
+    default factory, and `init=False` fields with a default. Anything else is refused here
+    rather than constructed wrongly.
+    """
+    if hasattr(cls, "__post_init__"):
+        raise TypeError(f"{cls.__name__}: fast_init does not run __post_init__")
+    namespace: dict[str, Any] = {"_MISSING": dataclasses.MISSING}
+    parameters: list[str] = []
+    body: list[str] = []
+    for item in dataclasses.fields(cls):
+        name = item.name
+        if item.kw_only:
+            raise TypeError(f"{cls.__name__}.{name}: fast_init does not support kw_only fields")
+        namespace[f"_set_{name}"] = cls.__dict__[name].__set__
+        if item.default is not dataclasses.MISSING:
+            namespace[f"_default_{name}"] = item.default
+            value = f"_default_{name}"
+        elif item.default_factory is not dataclasses.MISSING:
+            namespace[f"_factory_{name}"] = item.default_factory
+            value = f"_factory_{name}()"
+        elif item.init:
+            value = ""
+        else:
+            raise TypeError(f"{cls.__name__}.{name}: an init=False field needs a default")
+        if not item.init:
+            body.append(f"    _set_{name}(self, {value})")
+            continue
+        if item.default_factory is not dataclasses.MISSING:
+            parameters.append(f"{name}=_MISSING")
+            body.append(f"    if {name} is _MISSING:\n        {name} = {value}")
+        else:
+            parameters.append(f"{name}={value}" if value else name)
+        body.append(f"    _set_{name}(self, {name})")
+    source = f"def __init__(self, {', '.join(parameters)}):\n" + "\n".join(body or ["    pass"]) + "\n"
+    init = _compile("__init__", source, namespace)
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    cls.__init__ = init  # type: ignore[method-assign]
+    return cls
+
+
+def cache_hash(cls: type[T]) -> type[T]:
+    """Make a frozen, slotted dataclass with a `_hash: int | None` field (init=False,
+    compare=False) compute its generated `__hash__` once per instance."""
+    compute: Callable[[Any], int] = cls.__hash__
+
+    def cached(self: Any) -> int:
+        value: int | None = self._hash
+        if value is None:
+            value = compute(self)
+            object.__setattr__(self, "_hash", value)
+        return value
+
+    cls.__hash__ = cached  # type: ignore[method-assign]
+    return cls
+
+
+_REPLACERS: dict[type, Callable[..., Any]] = {}
+
+
+def _make_replacer(cls: type) -> Callable[..., Any]:
+    """Generate `def replace(obj, /, *, a=_KEEP, ...): return cls(obj.a if a is _KEEP else a, ...)`."""
+    names = [item.name for item in dataclasses.fields(cls) if item.init]
+    parameters = "".join(f", {name}=_KEEP" for name in names)
+    arguments = ", ".join(f"obj.{name} if {name} is _KEEP else {name}" for name in names)
+    source = f"def replace(obj, /, *{parameters}):\n    return cls({arguments})\n"
+    replacer = _compile("replace", source, {"cls": cls, "_KEEP": object()})
+    _REPLACERS[cls] = replacer
+    return replacer
+
+
+def replace(obj: T, /, **changes: Any) -> T:
+    """`dataclasses.replace(obj, **changes)` for the spec's dataclasses, faster."""
+    replacer = _REPLACERS.get(obj.__class__) or _make_replacer(obj.__class__)
+    result: T = replacer(obj, **changes)
+    return result
