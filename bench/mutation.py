@@ -81,23 +81,23 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "crc-not-checked",
         S,
-        "    if zlib.crc32(data[start : start + length]) != crc:",
+        "    if batch_crc(data, position, position + size) != crc:",
         "    if False:",
-        "frames are accepted without checking their CRC (recovery keeps a damaged frame)",
+        "batches are accepted without checking their CRC (recovery keeps a damaged batch)",
     ),
     Mutant(
         "corrupt-tail-kept",
         S,
         "        if os.fstat(self._log_fd).st_size != scan.valid_bytes:",
         "        if False:",
-        "recovery does not cut the data file after its last valid frame",
+        "recovery does not cut the data file after its last valid batch",
     ),
     Mutant(
         "recovery-point-boundary",
         S,
         "        if offset < self._recovery_point:",
         "        if offset <= self._recovery_point:",
-        "a torn frame exactly at the recovery point is taken for lost flushed data",
+        "a torn batch exactly at the recovery point is taken for lost flushed data",
     ),
     Mutant(
         "truncate-recovery-point-kept",
@@ -183,6 +183,20 @@ MUTANTS: tuple[Mutant, ...] = (
         "            doomed < len(self._segments) - 1 and",
         "            doomed < len(self._segments) and",
         "deleting segments below the log start offset may delete the active segment",
+    ),
+    Mutant(
+        "truncate-mid-batch-drops-prefix",
+        S,
+        "            if base < offset:",
+        "            if False:",
+        "truncation inside a batch drops the whole batch instead of rewriting the kept prefix",
+    ),
+    Mutant(
+        "read-inside-batch-from-batch-start",
+        S,
+        "    skip = first - base",
+        "    skip = 0",
+        "a read from an offset inside a batch returns the batch's records from its start",
     ),
     Mutant(
         "epoch-truncate-from-end-keeps-entry",

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib
 import shutil
+import struct
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ from spec.types import EpochEntry, Record
 IMPL_CONFIG = storage.LogConfig(
     segment_bytes=160, index_interval_bytes=48, retention_bytes=100, retention_ms=1000
 )
-"""Small enough that a handful of records rolls a segment and only some frames are indexed."""
+"""Small enough that a handful of records rolls a segment and only some batches are indexed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,10 +189,10 @@ class ImplLog:
     losing its page cache. The adapter tracks on its own which offsets are durable (below
     the log end at the last `flush()`, lowered by truncation, which fsyncs the cut file) and
     cuts the data files there, removing segments that start above it. What the cut leaves
-    behind rotates with each crash: nothing, half of the first lost frame (a torn write), or
-    the whole first lost frame with a flipped byte (a write that reached the disk damaged);
-    recovery must discard both, and after it no data file may hold bytes past its last valid
-    frame.
+    behind rotates with each crash: nothing, half of the first lost record batch (a torn
+    write), or the whole first lost batch with a flipped byte (a write that reached the disk
+    damaged); recovery must discard both, and after it no data file may hold bytes past its
+    last valid batch.
     """
 
     def __init__(self, config: storage.LogConfig = IMPL_CONFIG) -> None:
@@ -267,7 +268,7 @@ class ImplLog:
             else:
                 cuts.append((segment.log_path, segment.position_of(durable)))
         self.log.close(flush=False)
-        mode = (2 - self._crashes) % 3  # damaged frame, then torn frame, then a clean cut
+        mode = (2 - self._crashes) % 3  # damaged batch, then torn batch, then a clean cut
         self._crashes += 1
         for path, keep in cuts:
             if keep is None:
@@ -282,7 +283,7 @@ class ImplLog:
             if on_disk != segment.size:
                 raise AssertionError(
                     f"recovery left {segment.log_path.name} with {on_disk} bytes on disk but "
-                    f"{segment.size} bytes of valid frames (a corrupt tail must be cut)"
+                    f"{segment.size} bytes of valid batches (a corrupt tail must be cut)"
                 )
 
     def snapshot(self) -> LogSnapshot:
@@ -298,17 +299,17 @@ class ImplLog:
 
 
 def _lose_tail(path: Path, keep: int, mode: int) -> None:
-    """Cut `path` at byte `keep`, leaving nothing (mode 0), half of the next frame (mode 1)
-    or the whole next frame with its last byte flipped (mode 2)."""
+    """Cut `path` at byte `keep` (a batch boundary), leaving nothing (mode 0), half of the
+    next record batch (mode 1) or the whole next batch with its last byte flipped (mode 2)."""
     data = path.read_bytes()
     tail = b""
-    if len(data) >= keep + storage.FRAME_HEADER.size:
-        length, _ = storage.FRAME_HEADER.unpack_from(data, keep)
-        frame = data[keep : keep + storage.FRAME_HEADER.size + length]
+    if len(data) >= keep + storage.LOG_OVERHEAD:
+        (batch_length,) = struct.unpack_from(">i", data, keep + 8)  # after baseOffset
+        batch = data[keep : keep + storage.LOG_OVERHEAD + batch_length]
         if mode == 1:
-            tail = frame[: len(frame) // 2]
+            tail = batch[: len(batch) // 2]
         elif mode == 2:
-            tail = frame[:-1] + bytes([frame[-1] ^ 0x01])
+            tail = batch[:-1] + bytes([batch[-1] ^ 0x01])
     with path.open("r+b") as file:
         file.truncate(keep)
         file.seek(keep)

@@ -1,38 +1,74 @@
-"""A segmented on-disk replica log with a sparse offset index, as Kafka stores a partition.
+"""A segmented on-disk replica log of record batches with a sparse offset index, as Kafka stores a partition.
 
 What it is
     A partition directory holds segments. Each segment is a `.log` data file and an
     `.index` file named after the segment's base offset as 20 zero-padded digits
     (`00000000000000000000.log`). Kafka's classes: `UnifiedLog`/`LocalLog` (the segmented
-    log), `LogSegment` (one segment), `OffsetIndex` (the sparse index) and `LogLoader`
+    log), `LogSegment` (one segment), `OffsetIndex` (the sparse index), `LogValidator` (the
+    checks on a produced batch and the in-place offset assignment) and `LogLoader`
     (recovery on open); seeds 000 and 001 describe the layout.
 
-Frame format (one record per frame; Kafka frames record *batches*, the idea is the same)
-    ``length:u32 | crc:u32 | offset:i64 | leader_epoch:i32 | timestamp_ms:i64 | value bytes``
-    big-endian; `length` counts the body (everything after the crc) and `crc` is
-    `zlib.crc32` of the body. Spec values are ints; they are stored as minimal signed
-    big-endian bytes, so the frame itself carries arbitrary payloads (`append_payloads`).
+Batch format (Kafka's message format v2, KIP-98: `DefaultRecordBatch`)
+    A data file is a sequence of record batches. Big-endian, 61-byte header::
+
+        baseOffset:i64 | batchLength:i32 | partitionLeaderEpoch:i32 | magic:i8 (=2) | crc:u32 |
+        attributes:i16 (=0) | lastOffsetDelta:i32 | baseTimestamp:i64 | maxTimestamp:i64 |
+        producerId:i64 | producerEpoch:i16 | baseSequence:i32 | recordCount:i32 | records
+
+    `batchLength` counts the bytes after the field (the whole batch is `12 + batchLength`).
+    The records section is `recordCount` value lengths (u32 each), then the values
+    concatenated; record `i` has offset `baseOffset + i` and the batch's leader epoch and
+    timestamp. The checksum is `zlib.crc32` (Kafka: CRC-32C) and covers `attributes` to the
+    end of the batch, plus the 4 bytes of `partitionLeaderEpoch` (fed to the CRC first);
+    `baseOffset` is outside it, so the log assigns offsets to a producer-encoded batch by
+    patching `baseOffset` in place without recomputing the CRC (`append_batch`, as
+    `LogValidator`'s in-place offset assignment does). A batch holds one leader epoch;
+    `append`/`append_payloads` encode one batch per call (more when the epoch changes
+    within the call or a segment rolls). Spec values are ints, stored as minimal signed
+    big-endian bytes; `append_payloads` stores arbitrary bytes.
+
+    Deviations from Kafka, and why:
+    * Records are not Kafka's varint records (length, attributes, timestampDelta,
+      offsetDelta, key, value, headers): only value lengths and values, the lengths
+      first so that a batch's structure (the lengths add up to `batchLength`) is checked
+      by C code (`array`, `sum`) and `append_batch` does O(1) Python work per batch.
+      Offset deltas are implicit (0, 1, ...: no compaction, so no gaps); there are no
+      keys, headers or per-record timestamps: every record has the batch timestamp, so
+      `baseTimestamp` must equal `maxTimestamp`; `attributes` must be 0 (no compression,
+      transactions or LogAppendTime); producer id/epoch/sequence are stored, not checked.
+    * The CRC covers `partitionLeaderEpoch`. Kafka leaves it outside because the leader
+      stamps it in place; here the appender encodes the epoch, and nothing else could
+      vouch for it on recovery (records may carry any epoch, so it cannot be checked
+      against the epoch cache).
+    * Truncation to an offset inside a batch keeps exactly the records below it: the
+      surviving prefix is rewritten in place as a new batch (same base offset, epoch and
+      timestamp). Kafka truncates at batch boundaries only; the conformance suite compares
+      record by record with the reference, which truncates at any offset. A crash in the
+      middle of that rewrite can tear a batch below the recovery point, which `open`
+      reports as `CorruptLogError` rather than silently losing the kept records.
 
 Sparse index (`OffsetIndex`)
-    8-byte entries: `offset - base_offset` (u32) and the frame's byte position (u32). An
-    entry is written before a frame when at least `index_interval_bytes` of log data were
-    written since the previous entry (or since the segment start). The rule depends only on
-    frame positions, so an index rebuilt from the data file is byte-identical to the one
-    written by appends; that is how recovery detects a stale or garbage index. Lookup:
-    bisect the base offsets for the segment, bisect the in-memory index array for the
-    nearest entry at or below the offset, then scan frame headers forward.
+    8-byte entries: `baseOffset - segment base offset` (u32) and the batch's byte position
+    (u32). An entry is written before a batch when at least `index_interval_bytes` of log
+    data were written since the previous entry (or since the segment start). The rule
+    depends only on batch positions, so an index rebuilt from the data file is
+    byte-identical to the one written by appends; that is how recovery detects a stale or
+    garbage index. Lookup: bisect the base offsets for the segment, bisect the in-memory
+    index array for the nearest entry at or below the offset, scan batch headers forward to
+    the batch holding the offset, then find the record inside the batch from its lengths.
 
 Durability and recovery (`LogLoader`)
     `flush()` fsyncs data and index files and writes `recovery-point-offset-checkpoint`
     (every offset below it is on disk) together with the high watermark, log start offset
-    and leader-epoch checkpoints. On open every segment is scanned and every frame's length,
-    CRC and offset checked. A bad frame at or above the recovery point is a torn or corrupt
-    tail of an unflushed write: the segment is cut there and later segments are deleted. A
-    bad frame below the recovery point means flushed data was damaged: `CorruptLogError`
-    (file and byte position in the message). Reads check the CRC again, so a record that
-    rots after open is refused rather than served. Kafka only rescans segments above the
-    recovery point; scanning everything costs a read of the log on open and buys the
-    guarantee that a corrupt record is never served.
+    and leader-epoch checkpoints. On open every segment is scanned and every batch's
+    length, CRC, structure and base offset checked. A bad batch at or above the recovery
+    point is a torn or corrupt tail of an unflushed write: the segment is cut at the end of
+    the last valid batch and later segments are deleted. A bad batch below the recovery
+    point means flushed data was damaged: `CorruptLogError` (file and byte position in the
+    message). Reads check each batch's CRC again, so a record that rots after open is
+    refused rather than served. Kafka only rescans segments above the recovery point;
+    scanning everything costs a read of the log on open and buys the guarantee that a
+    corrupt record is never served.
 
     Other files a crash can leave half-done: the leader-epoch checkpoint is written *before*
     the records of a new epoch (as `UnifiedLog.append` assigns the epoch first), so after a
@@ -45,7 +81,7 @@ Durability and recovery (`LogLoader`)
 Retention
     Whole segments are deleted, oldest first, never the active one and never one holding
     offsets at or above the high watermark; the log start offset moves to the new first
-    segment. Time retention uses each segment's largest record timestamp (the timestamp
+    segment. Time retention uses each segment's largest batch timestamp (the timestamp
     given to `append`, default the wall clock), as Kafka's `LogSegment.largestTimestamp`
     does; there is no separate time index. `delete_records_before` (DeleteRecords) moves the
     log start offset up to the high watermark and deletes the segments wholly below it.
@@ -61,13 +97,17 @@ import mmap
 import os
 import re
 import struct
+import sys
 import time
 import zlib
 from array import array
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
+from operator import itemgetter
 from pathlib import Path
+from typing import Union
 
 from impl.checkpoints import (
     HIGH_WATERMARK_CHECKPOINT,
@@ -83,20 +123,43 @@ from impl.checkpoints import (
 from impl.epoch_cache import LeaderEpochCache
 from spec.types import EpochEntry, Record
 
-FRAME_HEADER = struct.Struct(">II")  # body length, crc32 of the body
-BODY_HEADER = struct.Struct(">qiq")  # offset, leader epoch, timestamp (ms)
+# baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
+# baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordCount
+BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
+BATCH_HEAD = struct.Struct(">qiibI")  # baseOffset .. crc: the part before the CRC's range
+BATCH_TAIL = struct.Struct(">hiqqqhii")  # attributes .. recordCount: the CRC's range starts here
+LOG_OVERHEAD = 12  # baseOffset + batchLength: the batch is LOG_OVERHEAD + batchLength bytes
+EPOCH_POSITION = 12  # partitionLeaderEpoch: 4 bytes, fed to the CRC first
+CRC_RANGE_START = 21  # attributes: the CRC covers from here to the end of the batch
+BASE_OFFSET = struct.Struct(">q")
+LAST_OFFSET_DELTA = struct.Struct(">i")  # at byte 23
+LAST_OFFSET_DELTA_POSITION = 23
+MAGIC = 2
+NO_PRODUCER_ID = -1
+RECORD_LENGTH_BYTES = 4  # each record: its value length (u32) in the lengths column
 INDEX_ENTRY = struct.Struct(">II")  # relative offset, file position
-MAX_BODY_BYTES = 64 * 1024 * 1024  # a longer "length" can only be garbage
+MAX_BATCH_BYTES = 64 * 1024 * 1024  # a longer batch can only be garbage
 MAX_RELATIVE_OFFSET = 2**32 - 1  # the index stores offset - base in 32 bits
 MAX_SEGMENT_POSITION = 2**32 - 1  # ... and positions in 32 bits
 READ_CHUNK_BYTES = 64 * 1024
 TRUNCATE_FULLY_MARKER = "truncate-fully-pending"  # an interrupted truncate_fully_and_start_at
 CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"  # written by close(): the last run did not crash
 SEGMENT_NAME = re.compile(r"^(\d{20})\.(log|index)$")
+_LITTLE_ENDIAN = sys.byteorder == "little"
+
+Buffer = Union[bytes, bytearray, memoryview, mmap.mmap]  # noqa: UP007 (a runtime alias)
+
+if array("I").itemsize != RECORD_LENGTH_BYTES:  # pragma: no cover - every mainstream platform
+    raise ImportError("impl.storage needs a 4-byte array('I')")
 
 
 class CorruptLogError(Exception):
     """The log on disk is damaged in a way recovery may not repair (flushed data is bad)."""
+
+
+class InvalidBatchError(ValueError):
+    """A batch given to `append_batch` is malformed or fails its CRC (Kafka's
+    `CorruptRecordException` / `InvalidRecordException`); nothing was written."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +172,7 @@ class LogConfig:
     retention_ms: int = 7 * 24 * 3600 * 1000  # retention.ms; -1 = unlimited
 
     def __post_init__(self) -> None:
-        if self.segment_bytes < FRAME_HEADER.size + BODY_HEADER.size:
+        if self.segment_bytes < BATCH_HEADER.size + RECORD_LENGTH_BYTES:
             raise ValueError(f"segment_bytes {self.segment_bytes} cannot hold a single record")
         if self.segment_bytes > MAX_SEGMENT_POSITION:
             raise ValueError("segment_bytes must fit the index's 32-bit positions")
@@ -119,7 +182,7 @@ class LogConfig:
 
 @dataclass(frozen=True, slots=True)
 class StoredRecord:
-    """A frame as stored: what `read_payloads` returns."""
+    """A record as stored: what `read_payloads` returns."""
 
     offset: int
     epoch: int
@@ -137,10 +200,48 @@ def decode_value(payload: bytes) -> int:
     return int.from_bytes(payload, "big", signed=True)
 
 
-def encode_frame(offset: int, epoch: int, timestamp_ms: int, value: bytes) -> bytes:
-    """One length-prefixed, CRC-protected frame."""
-    body = BODY_HEADER.pack(offset, epoch, timestamp_ms) + value
-    return FRAME_HEADER.pack(len(body), zlib.crc32(body)) + body
+def batch_size(values_bytes: int, count: int) -> int:
+    """Bytes of a batch of `count` records whose values total `values_bytes`."""
+    return BATCH_HEADER.size + RECORD_LENGTH_BYTES * count + values_bytes
+
+
+def batch_crc(data: Buffer, position: int, end: int) -> int:
+    """The checksum of the batch at data[position:end]: partitionLeaderEpoch, then
+    attributes to the end (never baseOffset, batchLength, magic or the crc itself)."""
+    epoch_crc = zlib.crc32(data[position + EPOCH_POSITION : position + EPOCH_POSITION + 4])
+    return zlib.crc32(data[position + CRC_RANGE_START : end], epoch_crc)
+
+
+def _lengths(data: Buffer, start: int, count: int) -> array[int]:
+    """The u32 value lengths stored big-endian at data[start:start + 4 * count]."""
+    lengths = array("I")
+    lengths.frombytes(data[start : start + RECORD_LENGTH_BYTES * count])
+    if _LITTLE_ENDIAN:
+        lengths.byteswap()
+    return lengths
+
+
+def encode_batch(base_offset: int, epoch: int, timestamp_ms: int, values: Sequence[bytes]) -> bytes:
+    """One v2-style record batch holding `values` (what a producer sends; see the module doc)."""
+    if not values:
+        raise ValueError("a batch holds at least one record")
+    return _encode_batch(base_offset, epoch, timestamp_ms, values, b"".join(values))
+
+
+def _encode_batch(
+    base_offset: int, epoch: int, timestamp_ms: int, values: Sequence[bytes], joined: bytes
+) -> bytes:
+    """`encode_batch` given `joined`, the values concatenated (C-level passes only)."""
+    count = len(values)
+    lengths = struct.pack(f">{count}I", *map(len, values))
+    tail = (
+        BATCH_TAIL.pack(0, count - 1, timestamp_ms, timestamp_ms, NO_PRODUCER_ID, -1, -1, count)
+        + lengths
+        + joined
+    )
+    crc = zlib.crc32(tail, zlib.crc32(struct.pack(">i", epoch)))
+    batch_length = BATCH_HEAD.size - LOG_OVERHEAD + len(tail)
+    return BATCH_HEAD.pack(base_offset, batch_length, epoch, MAGIC, crc) + tail
 
 
 def segment_file_name(base_offset: int, suffix: str) -> str:
@@ -157,6 +258,59 @@ def topic_partition_for(directory: Path) -> TopicPartition:
 
 
 # ---------------------------------------------------------------------------------------
+# Validating batches (shared by append_batch, reads, recovery and truncation)
+# ---------------------------------------------------------------------------------------
+
+
+def batch_problem(data: Buffer, position: int, expected_offset: int | None) -> tuple[str | None, int]:
+    """Check the batch at `position`: length, CRC, structure and (unless None) that its base
+    offset is `expected_offset`. Returns (problem or None, batch size in bytes)."""
+    remaining = len(data) - position
+    if remaining < BATCH_HEADER.size:
+        return f"torn batch header ({remaining} of {BATCH_HEADER.size} bytes)", 0
+    (base, batch_length, epoch, magic, crc, attributes, last_delta, base_ts, max_ts, _, _, _, count) = (
+        BATCH_HEADER.unpack_from(data, position)
+    )
+    size = LOG_OVERHEAD + batch_length
+    if size < BATCH_HEADER.size or size > MAX_BATCH_BYTES:
+        return f"bad batch length {batch_length}", 0
+    if remaining < size:
+        return f"torn batch (length {batch_length}, {remaining - LOG_OVERHEAD} bytes present)", 0
+    if magic != MAGIC:
+        return f"bad magic {magic} (expected {MAGIC})", 0
+    if batch_crc(data, position, position + size) != crc:
+        return "CRC mismatch", 0
+    if attributes != 0:
+        return f"unsupported attributes {attributes:#x} (no compression, transactions or LogAppendTime)", 0
+    if count < 1 or last_delta != count - 1:
+        return f"record count {count} does not match lastOffsetDelta {last_delta}", 0
+    if base_ts != max_ts:
+        return f"baseTimestamp {base_ts} differs from maxTimestamp {max_ts}", 0
+    if epoch < 0:
+        return f"negative leader epoch {epoch}", 0
+    values_bytes = size - BATCH_HEADER.size - RECORD_LENGTH_BYTES * count
+    if values_bytes < 0 or sum(_lengths(data, position + BATCH_HEADER.size, count)) != values_bytes:
+        return f"record lengths do not add up to batchLength {batch_length}", 0
+    if expected_offset is not None and base != expected_offset:
+        return f"batch holds offset {base}, expected {expected_offset}", 0
+    return None, size
+
+
+def decode_records(batch: Buffer, position: int, first: int, limit: int, into: list[StoredRecord]) -> None:
+    """Append to `into` the records of the (validated) batch at `position` from offset
+    `first` (inside the batch), at most `limit` of them."""
+    base, _, epoch, _, _, _, _, _, timestamp, _, _, _, count = BATCH_HEADER.unpack_from(batch, position)
+    lengths = _lengths(batch, position + BATCH_HEADER.size, count)
+    skip = first - base
+    end = min(count, skip + limit)
+    at = position + BATCH_HEADER.size + RECORD_LENGTH_BYTES * count + sum(lengths[:skip])
+    for index, value_end in enumerate(accumulate(lengths[skip:end], initial=at), start=skip - 1):
+        if index >= skip:
+            into.append(StoredRecord(base + index, epoch, timestamp, bytes(batch[at:value_end])))
+        at = value_end
+
+
+# ---------------------------------------------------------------------------------------
 # Scanning a segment's bytes (shared by recovery and by truncation)
 # ---------------------------------------------------------------------------------------
 
@@ -165,59 +319,40 @@ def topic_partition_for(directory: Path) -> TopicPartition:
 class SegmentScan:
     """What a scan of a segment's data found: the valid prefix and the index it implies."""
 
-    next_offset: int  # one past the last valid frame
+    next_offset: int  # one past the last record of the last valid batch
     valid_bytes: int  # length of the valid prefix
     max_timestamp: int = -1
     index: list[tuple[int, int]] = field(default_factory=list)  # (relative offset, position)
     problem: str | None = None  # why the scan stopped before the end of the data
 
 
-def frame_problem(data: bytes | mmap.mmap, position: int, expected_offset: int) -> tuple[str | None, int]:
-    """Check the frame at `position`; return (problem or None, frame length including header)."""
-    remaining = len(data) - position
-    if remaining < FRAME_HEADER.size:
-        return f"torn frame header ({remaining} of {FRAME_HEADER.size} bytes)", 0
-    length, crc = FRAME_HEADER.unpack_from(data, position)
-    if length < BODY_HEADER.size or length > MAX_BODY_BYTES:
-        return f"bad frame length {length}", 0
-    if remaining - FRAME_HEADER.size < length:
-        return f"torn frame (length {length}, {remaining - FRAME_HEADER.size} bytes present)", 0
-    start = position + FRAME_HEADER.size
-    if zlib.crc32(data[start : start + length]) != crc:
-        return "CRC mismatch", 0
-    (offset,) = struct.unpack_from(">q", data, start)
-    if offset != expected_offset:
-        return f"frame holds offset {offset}, expected {expected_offset}", 0
-    return None, FRAME_HEADER.size + length
-
-
-def scan_segment(data: bytes | mmap.mmap, base_offset: int, index_interval_bytes: int) -> SegmentScan:
-    """Validate every frame of a segment, computing the index entries appends would have written."""
+def scan_segment(data: Buffer, base_offset: int, index_interval_bytes: int) -> SegmentScan:
+    """Validate every batch of a segment, computing the index entries appends would have written."""
     scan = SegmentScan(next_offset=base_offset, valid_bytes=0)
     position = 0
     last_entry_position = 0
     while position < len(data):
-        problem, frame_length = frame_problem(data, position, scan.next_offset)
+        problem, size = batch_problem(data, position, scan.next_offset)
         if problem is not None:
             scan.problem = problem
             break
-        _, _, timestamp = BODY_HEADER.unpack_from(data, position + FRAME_HEADER.size)
+        header = BATCH_HEADER.unpack_from(data, position)
         if position - last_entry_position >= index_interval_bytes and position > 0:
             scan.index.append((scan.next_offset - base_offset, position))
             last_entry_position = position
-        scan.max_timestamp = max(scan.max_timestamp, timestamp)
-        position += frame_length
-        scan.next_offset += 1
+        scan.max_timestamp = max(scan.max_timestamp, header[8])
+        position += size
+        scan.next_offset += header[12]
         scan.valid_bytes = position
     return scan
 
 
-def _complete_frame_in(chunk: bytes, position: int) -> bool:
-    """Whether `chunk` holds the whole frame starting at `position` (per its length field)."""
-    if len(chunk) - position < FRAME_HEADER.size:
+def _complete_batch_in(chunk: bytes, position: int) -> bool:
+    """Whether `chunk` holds the whole batch starting at `position` (per its length field)."""
+    if len(chunk) - position < LOG_OVERHEAD:
         return False
-    length: int = struct.unpack_from(">I", chunk, position)[0]
-    return len(chunk) - position - FRAME_HEADER.size >= length
+    batch_length: int = struct.unpack_from(">i", chunk, position + 8)[0]
+    return len(chunk) - position >= LOG_OVERHEAD + batch_length
 
 
 def read_whole_file(fd: int) -> bytes | mmap.mmap:
@@ -228,9 +363,29 @@ def read_whole_file(fd: int) -> bytes | mmap.mmap:
     return mmap.mmap(fd, size, access=mmap.ACCESS_READ)
 
 
+def _write_all(fd: int, buffers: Sequence[Buffer], position: int) -> None:
+    """Write the buffers back to back at `position` (one pwritev unless it comes up short)."""
+    total = sum(len(buffer) for buffer in buffers)
+    written = os.pwritev(fd, buffers, position) if len(buffers) <= 512 else 0
+    if written < total:
+        data = b"".join(buffers)
+        while written < total:
+            written += os.pwrite(fd, data[written:], position + written)
+
+
 # ---------------------------------------------------------------------------------------
 # LogSegment + OffsetIndex
 # ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BatchInfo:
+    """What a segment records about a batch it writes."""
+
+    base_offset: int
+    count: int
+    max_timestamp: int
+    size: int
 
 
 class LogSegment:
@@ -265,7 +420,7 @@ class LogSegment:
 
     def adopt(self, scan: SegmentScan) -> bool:
         """Take the scan as this segment's state: cut the data file to the valid prefix and
-        rewrite the index if it differs from the one the frames imply. True when the index
+        rewrite the index if it differs from the one the batches imply. True when the index
         was rebuilt."""
         if os.fstat(self._log_fd).st_size != scan.valid_bytes:
             os.ftruncate(self._log_fd, scan.valid_bytes)
@@ -287,32 +442,34 @@ class LogSegment:
 
     # -- appending ----------------------------------------------------------------------
 
-    def must_roll(self, offset: int, pending_bytes: int, frame_bytes: int, segment_bytes: int) -> bool:
-        """Whether a frame needs a new segment (an empty segment takes any one frame)."""
+    def must_roll(self, last_offset: int, pending_bytes: int, batch_bytes: int, segment_bytes: int) -> bool:
+        """Whether a batch ending at `last_offset` needs a new segment (an empty segment
+        takes any one batch)."""
         size = self.size + pending_bytes
-        return offset - self.base_offset > MAX_RELATIVE_OFFSET or (
-            size > 0 and size + frame_bytes > segment_bytes
+        return last_offset - self.base_offset > MAX_RELATIVE_OFFSET or (
+            size > 0 and size + batch_bytes > segment_bytes
         )
 
-    def append(self, frames: Sequence[tuple[int, int, bytes]]) -> None:
-        """Write (offset, timestamp, frame bytes) frames with one write each for data and index."""
+    def append(self, batches: Sequence[BatchInfo], buffers: Sequence[Buffer]) -> None:
+        """Write batches (their bytes are `buffers`, back to back) with one write each for
+        data and index."""
         entries_before = len(self._positions)
         index_bytes = bytearray()
         position = self.size
-        for offset, timestamp, frame in frames:
+        for batch in batches:
             # Same rule as `scan_segment`, so a rebuilt index equals this one.
             if position - self._last_entry_position >= self._index_interval_bytes and position > 0:
-                index_bytes += INDEX_ENTRY.pack(offset - self.base_offset, position)
-                self._relative_offsets.append(offset - self.base_offset)
+                index_bytes += INDEX_ENTRY.pack(batch.base_offset - self.base_offset, position)
+                self._relative_offsets.append(batch.base_offset - self.base_offset)
                 self._positions.append(position)
                 self._last_entry_position = position
-            position += len(frame)
-            self.max_timestamp = max(self.max_timestamp, timestamp)
-        os.pwrite(self._log_fd, b"".join(frame for _, _, frame in frames), self.size)
+            position += batch.size
+            self.max_timestamp = max(self.max_timestamp, batch.max_timestamp)
+        _write_all(self._log_fd, buffers, self.size)
         if index_bytes:
             os.pwrite(self._index_fd, bytes(index_bytes), entries_before * INDEX_ENTRY.size)
         self.size = position
-        self.next_offset += len(frames)
+        self.next_offset = batches[-1].base_offset + batches[-1].count
         self.dirty = True
 
     # -- reading ------------------------------------------------------------------------
@@ -321,81 +478,99 @@ class LogSegment:
         return CorruptLogError(f"{self.log_path}: byte {position}: {problem}")
 
     def position_of(self, offset: int) -> int:
-        """The byte position of the frame holding `offset` (or the end, for `next_offset`)."""
+        """The byte position of the batch holding `offset` (or the end, for `next_offset`)."""
         if offset == self.next_offset:
             return self.size
         if not self.base_offset <= offset < self.next_offset:
             raise ValueError(f"offset {offset} is not in segment {self.log_path.name}")
         slot = bisect_right(self._relative_offsets, offset - self.base_offset) - 1
         position = self._positions[slot] if slot >= 0 else 0
-        # The scan covers about one index interval; read it in one call, not a call per frame.
+        # The scan covers about one index interval; read it in one call, not a call per batch.
         chunk_start, chunk = position, b""
-        needed = FRAME_HEADER.size + 8  # length, crc and the offset field
+        needed = LAST_OFFSET_DELTA_POSITION + 4  # baseOffset .. lastOffsetDelta
         while position < self.size:
             if position + needed > chunk_start + len(chunk):
                 chunk_start = position
                 span = max(needed, min(self._index_interval_bytes + 256, READ_CHUNK_BYTES))
                 chunk = os.pread(self._log_fd, span, position)
                 if len(chunk) < needed:
-                    raise self._corrupt(position, "frame header past the end of the file")
-            length, _ = FRAME_HEADER.unpack_from(chunk, position - chunk_start)
-            (frame_offset,) = struct.unpack_from(">q", chunk, position - chunk_start + FRAME_HEADER.size)
-            if frame_offset == offset:
+                    raise self._corrupt(position, "batch header past the end of the file")
+            at = position - chunk_start
+            base, batch_length = struct.unpack_from(">qi", chunk, at)
+            (last_delta,) = LAST_OFFSET_DELTA.unpack_from(chunk, at + LAST_OFFSET_DELTA_POSITION)
+            if base <= offset <= base + last_delta:
                 return position
-            if frame_offset > offset or length < BODY_HEADER.size:
-                raise self._corrupt(position, f"offset {offset} not found (frame holds {frame_offset})")
-            position += FRAME_HEADER.size + length
+            if base > offset or batch_length < BATCH_HEADER.size - LOG_OVERHEAD:
+                raise self._corrupt(position, f"offset {offset} not found (batch starts at {base})")
+            position += LOG_OVERHEAD + batch_length
         raise self._corrupt(position, f"offset {offset} not found before the end of the segment")
 
     def read(self, offset: int, max_records: int) -> list[StoredRecord]:
-        """Up to `max_records` records from `offset`, each CRC-checked."""
+        """Up to `max_records` records from `offset`, each batch CRC-checked."""
         records: list[StoredRecord] = []
         position = self.position_of(offset)
         while position < self.size and len(records) < max_records:
             chunk = os.pread(self._log_fd, min(READ_CHUNK_BYTES, self.size - position), position)
-            used = self._parse(chunk, position, offset + len(records), max_records, records)
-            if used == 0:  # one frame larger than a chunk: read exactly that frame
-                chunk = os.pread(self._log_fd, self._frame_length(position), position)
-                used = self._parse(chunk, position, offset + len(records), max_records, records)
+            used = self._parse(chunk, position, offset, max_records, records)
+            if used == 0:  # one batch larger than a chunk: read exactly that batch
+                chunk = os.pread(self._log_fd, self._batch_size(position), position)
+                used = self._parse(chunk, position, offset, max_records, records)
             position += used
         return records
 
     def _parse(
-        self, chunk: bytes, position: int, expected: int, max_records: int, records: list[StoredRecord]
+        self, chunk: bytes, position: int, offset: int, max_records: int, records: list[StoredRecord]
     ) -> int:
-        """Decode the complete frames at the start of `chunk` (read at `position`) into
-        `records`; returns the bytes consumed. A frame cut by the chunk's end is left for the
-        next read unless the chunk reaches the segment's end, where it is corruption."""
+        """Decode the complete batches at the start of `chunk` (read at `position`) into
+        `records`, from `offset` on; returns the bytes consumed. A batch cut by the chunk's
+        end is left for the next read unless the chunk reaches the segment's end, where it
+        is corruption. The first batch read holds `offset`, every later one starts at the
+        next offset wanted."""
         used = 0
         reaches_end = position + len(chunk) >= self.size
         while used < len(chunk) and len(records) < max_records:
-            if not reaches_end and not _complete_frame_in(chunk, used):
+            if not reaches_end and not _complete_batch_in(chunk, used):
                 break
-            problem, frame_length = frame_problem(chunk, used, expected)
+            wanted = offset + len(records)
+            problem, size = batch_problem(chunk, used, None)
+            if problem is None:
+                (base,) = BASE_OFFSET.unpack_from(chunk, used)
+                (last_delta,) = LAST_OFFSET_DELTA.unpack_from(chunk, used + LAST_OFFSET_DELTA_POSITION)
+                if not (base == wanted or (not records and base <= wanted <= base + last_delta)):
+                    problem = f"batch holds offset {base}, expected {wanted}"
             if problem is not None:
                 raise self._corrupt(position + used, problem)
-            start = used + FRAME_HEADER.size
-            _, epoch, timestamp = BODY_HEADER.unpack_from(chunk, start)
-            value = chunk[start + BODY_HEADER.size : used + frame_length]
-            records.append(StoredRecord(expected, epoch, timestamp, value))
-            expected += 1
-            used += frame_length
+            decode_records(chunk, used, wanted, max_records - len(records), records)
+            used += size
         return used
 
-    def _frame_length(self, position: int) -> int:
-        header = os.pread(self._log_fd, FRAME_HEADER.size, position)
-        if len(header) < FRAME_HEADER.size:
-            raise self._corrupt(position, "frame header past the end of the file")
-        length: int = FRAME_HEADER.unpack(header)[0]
-        if length > MAX_BODY_BYTES:
-            raise self._corrupt(position, f"bad frame length {length}")
-        return FRAME_HEADER.size + length
+    def _batch_size(self, position: int) -> int:
+        header = os.pread(self._log_fd, LOG_OVERHEAD, position)
+        if len(header) < LOG_OVERHEAD:
+            raise self._corrupt(position, "batch header past the end of the file")
+        batch_length: int = struct.unpack(">qi", header)[1]
+        if not BATCH_HEADER.size <= LOG_OVERHEAD + batch_length <= MAX_BATCH_BYTES:
+            raise self._corrupt(position, f"bad batch length {batch_length}")
+        return LOG_OVERHEAD + batch_length
 
     # -- truncation, durability, deletion -------------------------------------------------
 
     def truncate_to(self, offset: int) -> None:
-        """Remove offsets >= `offset`: cut the data file, then rebuild state and index tail."""
+        """Remove offsets >= `offset`: cut the data file (rewriting the kept prefix of a batch
+        cut in the middle as a new batch), then rebuild state and index tail."""
         position = self.position_of(offset)
+        if position < self.size:
+            batch = os.pread(self._log_fd, self._batch_size(position), position)
+            problem, _ = batch_problem(batch, 0, None)
+            if problem is not None:
+                raise self._corrupt(position, problem)
+            base, _, epoch, _, _, _, _, _, timestamp, *_ = BATCH_HEADER.unpack_from(batch)
+            if base < offset:
+                kept: list[StoredRecord] = []
+                decode_records(batch, 0, base, offset - base, kept)
+                prefix = encode_batch(base, epoch, timestamp, [record.value for record in kept])
+                _write_all(self._log_fd, [prefix], position)
+                position += len(prefix)
         os.ftruncate(self._log_fd, position)
         # Rescanning recomputes the largest timestamp (there is no time index) and the
         # index tail; the index prefix below `position` is unchanged, so `adopt` rewrites
@@ -649,44 +824,117 @@ class SegmentedLog:
     # -- appending ----------------------------------------------------------------------
 
     def append(self, records: Sequence[Record], timestamp_ms: int | None = None) -> int:
-        """Append records at the log end; returns the offset of the first one."""
+        """Append records at the log end as one batch per leader epoch (more when a segment
+        rolls); returns the offset of the first one."""
         return self.append_payloads(
             [(record.epoch, encode_value(record.value)) for record in records], timestamp_ms
         )
 
     def append_payloads(self, payloads: Sequence[tuple[int, bytes]], timestamp_ms: int | None = None) -> int:
-        """Append (leader epoch, value bytes) pairs; returns the offset of the first one."""
+        """Append (leader epoch, value bytes) pairs; returns the offset of the first one.
+
+        The records go into batches: one per run of equal epochs, cut where a segment rolls
+        (a batch never spans segments, and an empty segment takes any one record)."""
         timestamp = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
         first = self.log_end_offset
-        pending: list[tuple[int, int, bytes]] = []
-        pending_bytes = 0
-        for epoch, value in payloads:
-            if epoch < 0:
-                raise ValueError(f"leader epoch must not be negative, got {epoch}")
-            if BODY_HEADER.size + len(value) > MAX_BODY_BYTES:
-                raise ValueError(
-                    f"a value of {len(value)} bytes exceeds the {MAX_BODY_BYTES}-byte frame limit"
-                )
-        self._assign_epochs(first, [epoch for epoch, _ in payloads])
-        for offset, (epoch, value) in enumerate(payloads, start=first):
-            frame = encode_frame(offset, epoch, timestamp, value)
-            if self._segments[-1].must_roll(offset, pending_bytes, len(frame), self.config.segment_bytes):
-                if pending:
-                    self._segments[-1].append(pending)
-                    pending, pending_bytes = [], 0
-                self._add_segment(offset)
-            pending.append((offset, timestamp, frame))
-            pending_bytes += len(frame)
-        if pending:
-            self._segments[-1].append(pending)
+        if not payloads:
+            return first
+        epochs = list(map(itemgetter(0), payloads))
+        epoch = epochs[0]
+        if epoch >= 0 and epochs.count(epoch) == len(epochs):
+            # The common case, one epoch: one batch if it fits, built by C-level passes only.
+            values = list(map(itemgetter(1), payloads))
+            joined = b"".join(values)
+            size = batch_size(len(joined), len(values))
+            segment = self._segments[-1]
+            fits = (size <= self.config.segment_bytes or len(values) == 1) and not segment.must_roll(
+                first + len(values) - 1, 0, size, self.config.segment_bytes
+            )
+            if size <= MAX_BATCH_BYTES and fits:
+                self._assign_epochs([(first, epoch)])
+                batch = _encode_batch(first, epoch, timestamp, values, joined)
+                segment.append([BatchInfo(first, len(values), timestamp, len(batch))], [batch])
+                return first
+        if min(epochs) < 0:
+            raise ValueError(f"leader epoch must not be negative, got {min(epochs)}")
+        largest = max(len(value) for _, value in payloads)
+        if batch_size(largest, 1) > MAX_BATCH_BYTES:
+            raise ValueError(f"a value of {largest} bytes exceeds the {MAX_BATCH_BYTES}-byte batch limit")
+        self._append_split(first, payloads, timestamp)
         return first
 
-    def _assign_epochs(self, first: int, epochs: Sequence[int]) -> None:
-        """Record each new epoch's start offset; the checkpoint is written before the records
-        (as `UnifiedLog.append` assigns before appending), so after a crash the cache on disk
-        covers every record and open() only trims it to the recovered log end."""
+    def _append_split(self, first: int, payloads: Sequence[tuple[int, bytes]], timestamp: int) -> None:
+        """`append_payloads` when the records need several batches: plan the cuts, then write."""
+        groups: list[tuple[bool, int, int, list[bytes]]] = []  # (roll before?, base, epoch, values)
+        segment_base, segment_used = self._segments[-1].base_offset, self._segments[-1].size
+        open_epoch, open_bytes = -1, 0  # the group being filled (open_bytes 0: none)
+        limit = self.config.segment_bytes
+        for offset, (epoch, value) in enumerate(payloads, start=first):
+            grown = open_bytes + RECORD_LENGTH_BYTES + len(value)
+            if (
+                open_bytes
+                and epoch == open_epoch
+                and grown <= MAX_BATCH_BYTES
+                and segment_used + grown <= limit
+                and offset - segment_base <= MAX_RELATIVE_OFFSET
+            ):
+                groups[-1][3].append(value)
+                open_bytes = grown
+                continue
+            segment_used += open_bytes
+            open_epoch, open_bytes = epoch, batch_size(len(value), 1)
+            roll = (segment_used > 0 and segment_used + open_bytes > limit) or (
+                offset - segment_base > MAX_RELATIVE_OFFSET
+            )
+            if roll:
+                segment_base, segment_used = offset, 0
+            groups.append((roll, offset, epoch, [value]))
+        self._assign_epochs([(base, epoch) for _, base, epoch, _ in groups])
+        pending: list[BatchInfo] = []
+        buffers: list[bytes] = []
+        for roll, base, epoch, values in groups:
+            if roll:
+                if pending:
+                    self._segments[-1].append(pending, buffers)
+                    pending, buffers = [], []
+                self._add_segment(base)
+            batch = encode_batch(base, epoch, timestamp, values)
+            pending.append(BatchInfo(base, len(values), timestamp, len(batch)))
+            buffers.append(batch)
+        if pending:
+            self._segments[-1].append(pending, buffers)
+
+    def append_batch(self, batch: Buffer) -> int:
+        """Append a producer-encoded record batch (see `encode_batch`); returns its first offset.
+
+        The batch is validated once (length, magic, CRC, structure: `InvalidBatchError`
+        otherwise, before anything is written), its baseOffset is set to the log end in
+        place (outside the CRC, so the CRC is not recomputed: `LogValidator`'s in-place
+        offset assignment), and it is written as it is: O(1) Python work per batch. Its
+        records get its leader epoch and timestamp."""
+        view = memoryview(batch).cast("B")
+        problem, size = batch_problem(view, 0, None)
+        if problem is None and size != len(view):
+            problem = f"batchLength says {size} bytes, {len(view)} given"
+        if problem is not None:
+            raise InvalidBatchError(f"invalid record batch: {problem}")
+        _, _, epoch, _, _, _, _, _, timestamp, _, _, _, count = BATCH_HEADER.unpack_from(view)
+        first = self.log_end_offset
+        self._assign_epochs([(first, epoch)])
+        if self._segments[-1].must_roll(first + count - 1, 0, size, self.config.segment_bytes):
+            self._add_segment(first)
+        self._segments[-1].append(
+            [BatchInfo(first, count, timestamp, size)], [BASE_OFFSET.pack(first), view[8:]]
+        )
+        return first
+
+    def _assign_epochs(self, runs: Sequence[tuple[int, int]]) -> None:
+        """Record each new epoch's start offset, given (first offset, epoch) of each batch; the
+        checkpoint is written before the records (as `UnifiedLog.append` assigns before
+        appending), so after a crash the cache on disk covers every record and open() only
+        trims it to the recovered log end."""
         changed = False
-        for offset, epoch in enumerate(epochs, start=first):
+        for offset, epoch in runs:
             if epoch != self._epoch_cache.latest_epoch:
                 changed = self._epoch_cache.assign(epoch, offset) or changed
         if changed:
@@ -706,7 +954,7 @@ class SegmentedLog:
     # -- reading ------------------------------------------------------------------------
 
     def read_payloads(self, offset: int, max_records: int | None = None) -> list[StoredRecord]:
-        """Stored frames from `offset` (clamped up to the log start) to at most `max_records`."""
+        """Stored records from `offset` (clamped up to the log start) to at most `max_records`."""
         limit = self.log_end_offset if max_records is None else max_records
         start = max(offset, self._log_start_offset)
         records: list[StoredRecord] = []
@@ -741,6 +989,10 @@ class SegmentedLog:
         rebuilt); HW, recovery point and the epoch cache are lowered to the new end.
         """
         end = max(min(offset, self.log_end_offset), self._log_start_offset)
+        # A recovery point above the new end would make a later torn tail (or a crash during
+        # the cut below) look like lost flushed data, so it is lowered on disk first.
+        self._recovery_point = min(self._recovery_point, end)
+        self._checkpoints.write_offset(RECOVERY_POINT_CHECKPOINT, self._recovery_point)
         if end < self.log_end_offset:
             slot = bisect_right(self._base_offsets, end) - 1
             for segment in self._segments[slot + 1 :]:
@@ -752,10 +1004,6 @@ class SegmentedLog:
         self._high_watermark = min(self._high_watermark, end)
         self._epoch_cache.truncate_from_end(end)
         self._checkpoints.write_epochs(self._epoch_cache.entries)
-        # A recovery point above the new end would make a later torn tail look like lost
-        # flushed data, so it is lowered on disk before any new append.
-        self._recovery_point = min(self._recovery_point, end)
-        self._checkpoints.write_offset(RECOVERY_POINT_CHECKPOINT, self._recovery_point)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete every segment and restart the log empty at `offset` (`truncateFullyAndStartAt`)."""

@@ -12,9 +12,20 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def imports_of(path: Path) -> set[str]:
-    """Dotted names of every module `path` imports (absolute imports only)."""
+    """Dotted names of every module `path` imports at run time (absolute imports only;
+    imports under `if TYPE_CHECKING:` exist only for the type checker and are skipped)."""
+    tree = ast.parse(path.read_text(), str(path))
+    type_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+        for statement in node.body
+        for inner in ast.walk(statement)
+    }
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(tree):
+        if id(node) in type_only:
+            continue
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:

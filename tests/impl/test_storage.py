@@ -10,6 +10,7 @@ import struct
 import subprocess
 import sys
 import time
+import zlib
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -38,9 +39,11 @@ def records(first: int, count: int, epoch: int = 1) -> list[Record]:
     return [Record(epoch, value_of(offset)) for offset in range(first, first + count)]
 
 
-def filled(directory: Path, count: int, config: LogConfig = SMALL) -> SegmentedLog:
+def filled(directory: Path, count: int, config: LogConfig = SMALL, per_batch: int = 3) -> SegmentedLog:
+    """A log holding records(0, count), appended `per_batch` records (one batch) at a time."""
     log = storage.open(directory, config)
-    log.append(records(0, count))
+    for first in range(0, count, per_batch):
+        log.append(records(first, min(per_batch, count - first)))
     return log
 
 
@@ -105,8 +108,8 @@ def test_bad_appends_are_refused_before_anything_is_written(tmp_path: Path) -> N
     log = filled(tmp_path, 3)
     with pytest.raises(ValueError, match="must not be negative"):
         log.append([Record(1, 5), Record(-1, 6)])
-    with pytest.raises(ValueError, match="frame limit"):
-        log.append_payloads([(1, b"x" * storage.MAX_BODY_BYTES)])
+    with pytest.raises(ValueError, match="batch limit"):
+        log.append_payloads([(1, b"x" * storage.MAX_BATCH_BYTES)])
     assert log.log_end_offset == 3 and log.read(0) == records(0, 3)
     log.close()
 
@@ -127,8 +130,8 @@ def test_index_is_sparse_and_lookups_stay_exact(tmp_path: Path) -> None:
     log.close()
 
 
-def test_index_interval_zero_indexes_every_frame_but_the_first(tmp_path: Path) -> None:
-    log = filled(tmp_path, 10, LogConfig(segment_bytes=10_000, index_interval_bytes=0))
+def test_index_interval_zero_indexes_every_batch_but_the_first(tmp_path: Path) -> None:
+    log = filled(tmp_path, 10, LogConfig(segment_bytes=10_000, index_interval_bytes=0), per_batch=1)
     assert [relative for relative, _ in index_entries(tmp_path / segment_file_name(0, "index"))] == list(
         range(1, 10)
     )
@@ -208,9 +211,11 @@ def test_retention_by_time_uses_the_largest_timestamp_and_never_the_active_segme
     log.append(records(0, 20), timestamp_ms=10_000)
     log.append(records(20, 20), timestamp_ms=20_000)
     log.update_high_watermark(40)
+    holding_20 = max(base for base in log.segment_base_offsets if base <= 20)
+    assert 0 < holding_20 < 20
     assert log.delete_old_segments(now_ms=10_500) == 0
     log.delete_old_segments(now_ms=11_500)
-    assert log.log_start_offset == 18  # the segment holding 18..23 has a record stamped 20 000
+    assert log.log_start_offset == holding_20  # the segment holding 20 has a record stamped 20 000
     assert log.delete_old_segments(now_ms=10**9) > 0
     assert log.segment_base_offsets == (log.segment_base_offsets[-1],)  # only the active one remains
     assert log.log_end_offset == 40
@@ -266,7 +271,11 @@ def test_matches_the_spec_replica_log(
         if op[0] == "append":
             batch = tuple(Record(op[1], next_value + i) for i in range(op[2]))
             next_value += op[2]
-            assert log.append(batch) == model.log_end_offset
+            if op[2] % 2:  # the record-level API, or a producer-encoded batch
+                assert log.append(batch) == model.log_end_offset
+            else:
+                values = [storage.encode_value(record.value) for record in batch]
+                assert log.append_batch(storage.encode_batch(0, op[1], 0, values)) == model.log_end_offset
             model = spec_log.append(model, batch)
         elif op[0] == "truncate":
             log.truncate_to(op[1])
@@ -306,18 +315,19 @@ def test_matches_the_spec_replica_log(
 
 
 def crashed_log(directory: Path, flushed: int, unflushed: int) -> tuple[Path, int]:
-    """A log with `flushed` records flushed and `unflushed` more written; returns the last
-    segment's data file and the byte position where the last frame starts."""
+    """A log with `flushed` records flushed and `unflushed` more written in batches of two;
+    returns the last segment's data file and the byte position where the last batch starts."""
     log = filled(directory, flushed)
     log.flush()
-    log.append(records(flushed, unflushed))
+    for first in range(flushed, flushed + unflushed, 2):
+        log.append(records(first, min(2, flushed + unflushed - first)))
     last = directory / segment_file_name(log.segment_base_offsets[-1], "log")
     start = log._segments[-1].position_of(flushed + unflushed - 1)
     log.close(flush=False)
     return last, start
 
 
-def test_a_tail_torn_at_any_byte_recovers_to_the_last_complete_record(tmp_path: Path) -> None:
+def test_a_tail_torn_at_any_byte_recovers_to_the_last_complete_batch(tmp_path: Path) -> None:
     last, start = crashed_log(tmp_path / "original", 20, 3)
     original = last.read_bytes()
     for cut in range(start, len(original)):
@@ -332,7 +342,7 @@ def test_a_tail_torn_at_any_byte_recovers_to_the_last_complete_record(tmp_path: 
         log.close()
 
 
-def test_a_flipped_bit_in_the_last_frame_is_caught_by_the_crc(tmp_path: Path) -> None:
+def test_a_flipped_bit_anywhere_in_the_last_batch_is_caught(tmp_path: Path) -> None:
     last, start = crashed_log(tmp_path / "original", 20, 3)
     original = last.read_bytes()
     for position in range(start, len(original)):
@@ -497,11 +507,7 @@ def test_random_damage_is_repaired_or_refused_never_served(
     recovered.close()
 
 
-def test_frame_constants_match_the_documented_layout() -> None:
-    frame = storage.encode_frame(5, 3, 99, b"ab")
-    length, _crc = struct.unpack(">II", frame[:8])
-    assert length == 8 + 4 + 8 + 2 and struct.unpack(">qiq", frame[8:28]) == (5, 3, 99)
-    assert frame[28:] == b"ab"
+def test_values_round_trip() -> None:
     assert [storage.decode_value(storage.encode_value(v)) for v in (0, -1, 127, 128, -129, 10**30)] == [
         0,
         -1,
@@ -510,6 +516,215 @@ def test_frame_constants_match_the_documented_layout() -> None:
         -129,
         10**30,
     ]
+
+
+# ---------------------------------------------------------------------------------------
+# Record batches (message format v2 layout)
+# ---------------------------------------------------------------------------------------
+
+
+def batches_in(path: Path) -> list[tuple[int, int, int, int]]:
+    """(position, base offset, leader epoch, record count) of every batch in a data file."""
+    data = path.read_bytes()
+    found = []
+    position = 0
+    while position < len(data):
+        header = storage.BATCH_HEADER.unpack_from(data, position)
+        found.append((position, header[0], header[2], header[12]))
+        position += storage.LOG_OVERHEAD + header[1]
+    return found
+
+
+def recrc(batch: bytearray) -> bytearray:
+    """The batch with its CRC recomputed (to build structurally bad batches with a good CRC)."""
+    struct.pack_into(">I", batch, 17, storage.batch_crc(batch, 0, len(batch)))
+    return batch
+
+
+def test_batch_layout_matches_the_documented_v2_header() -> None:
+    batch = storage.encode_batch(5, 3, 99, [b"ab", b"", b"xyz"])
+    assert storage.BATCH_HEADER.size == 61 and len(batch) == 61 + 3 * 4 + 5
+    (base, length, epoch, magic, crc, attributes, last_delta, base_ts, max_ts, pid, pepoch, seq, count) = (
+        struct.unpack_from(">qiibIhiqqqhii", batch)
+    )
+    assert (base, length, epoch, magic, attributes, last_delta, base_ts, max_ts, count) == (
+        5,
+        len(batch) - 12,
+        3,
+        2,
+        0,
+        2,
+        99,
+        99,
+        3,
+    )
+    assert (pid, pepoch, seq) == (-1, -1, -1)
+    assert struct.unpack_from(">III", batch, 61) == (2, 0, 3) and batch[73:] == b"abxyz"
+    # The CRC covers partitionLeaderEpoch, then attributes to the end; not baseOffset.
+    assert crc == zlib.crc32(batch[21:], zlib.crc32(batch[12:16]))
+    moved = struct.pack(">q", 10**12) + batch[8:]
+    assert storage.batch_problem(moved, 0, None) == (None, len(batch))
+
+
+def test_append_batch_patches_the_base_offset_in_place_and_keeps_the_crc(tmp_path: Path) -> None:
+    log = filled(tmp_path, 4, LogConfig())
+    produced = storage.encode_batch(0, 2, 777, [b"one", b"two", b""])  # the producer's offsets: 0..2
+    assert log.append_batch(produced) == 4 and log.log_end_offset == 7
+    assert log.append_batch(bytearray(produced)) == 7 and log.log_end_offset == 10
+    stored = (tmp_path / segment_file_name(0, "log")).read_bytes()
+    position = batches_in(tmp_path / segment_file_name(0, "log"))[-2][0]
+    on_disk = stored[position : position + len(produced)]
+    assert on_disk[:8] == struct.pack(">q", 4) and on_disk[8:] == produced[8:]  # same CRC field
+    assert [(r.offset, r.epoch, r.timestamp_ms, r.value) for r in log.read_payloads(4, 3)] == [
+        (4, 2, 777, b"one"),
+        (5, 2, 777, b"two"),
+        (6, 2, 777, b""),
+    ]
+    assert log.epoch_cache == (EpochEntry(1, 0), EpochEntry(2, 4))
+    assert log.read(0, 4) == records(0, 4) and log.record_at(8) == Record(2, storage.decode_value(b"two"))
+    log.close()
+    reopened = storage.open(tmp_path, LogConfig())
+    assert reopened.recovery_actions == [] and reopened.log_end_offset == 10
+    assert [r.value for r in reopened.read_payloads(7)] == [b"one", b"two", b""]
+    reopened.close()
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        ("flip_value", "CRC mismatch"),
+        ("flip_epoch", "CRC mismatch"),
+        ("magic", "bad magic 1"),
+        ("extra_byte", "batchLength says"),
+        ("torn", "torn batch"),
+        ("short_header", "torn batch header"),
+        ("count", "record count 4 does not match lastOffsetDelta 2"),
+        ("lengths", "record lengths do not add up"),
+        ("timestamps", "baseTimestamp 9 differs from maxTimestamp 10"),
+        ("attributes", "unsupported attributes"),
+        ("negative_epoch", "negative leader epoch"),
+    ],
+)
+def test_append_batch_refuses_a_bad_batch_before_writing_anything(
+    tmp_path: Path, damage: str, message: str
+) -> None:
+    log = filled(tmp_path, 5)
+    size, epochs = log.size_in_bytes, log.epoch_cache
+    batch = bytearray(storage.encode_batch(0, 1, 9, [b"a", b"bc", b"def"]))
+    if damage == "flip_value":
+        batch[-1] ^= 0x04
+    elif damage == "flip_epoch":
+        batch[15] ^= 0x01
+    elif damage == "magic":
+        batch[16] = 1
+    elif damage == "extra_byte":
+        batch += b"\x00"
+    elif damage == "torn":
+        batch = batch[:-2]
+    elif damage == "short_header":
+        batch = batch[:40]
+    elif damage == "count":
+        batch = recrc(batch[:57] + struct.pack(">i", 4) + batch[61:])
+    elif damage == "lengths":
+        batch = recrc(batch[:61] + struct.pack(">I", 2) + batch[65:])
+    elif damage == "timestamps":
+        batch = recrc(batch[:35] + struct.pack(">q", 10) + batch[43:])
+    elif damage == "attributes":
+        batch = recrc(batch[:21] + struct.pack(">h", 1) + batch[23:])
+    else:
+        batch = recrc(batch[:12] + struct.pack(">i", -3) + batch[16:])
+    with pytest.raises(storage.InvalidBatchError, match=f"invalid record batch: {message}"):
+        log.append_batch(batch)
+    assert (log.size_in_bytes, log.log_end_offset, log.epoch_cache) == (size, 5, epochs)
+    assert log.read(0) == records(0, 5)
+    log.close()
+
+
+def test_append_batch_rolls_segments_and_the_index_points_at_batch_starts(tmp_path: Path) -> None:
+    config = LogConfig(segment_bytes=1000, index_interval_bytes=150)
+    log = storage.open(tmp_path, config)
+    values = [bytes([n]) * (n % 17) for n in range(200)]
+    for first in range(0, 200, 5):
+        assert log.append_batch(storage.encode_batch(0, first // 50, 1, values[first : first + 5])) == first
+    assert len(log.segment_base_offsets) > 3
+    for base in log.segment_base_offsets:
+        starts = {
+            position: batch_base for position, batch_base, _, _ in batches_in(tmp_path / f"{base:020d}.log")
+        }
+        entries = index_entries(tmp_path / segment_file_name(base, "index"))
+        assert entries and all(starts[position] == base + relative for relative, position in entries)
+        assert (tmp_path / f"{base:020d}.log").stat().st_size <= 1000
+    for offset in range(200):
+        assert log.read_payloads(offset, 1)[0].value == values[offset]
+    assert [r.value for r in log.read_payloads(13)] == values[13:]
+    log.close()
+    reopened = storage.open(tmp_path, config)
+    assert reopened.recovery_actions == [] and [r.value for r in reopened.read_payloads(0)] == values
+    reopened.close()
+
+
+def test_one_batch_per_call_and_per_leader_epoch(tmp_path: Path) -> None:
+    log = storage.open(tmp_path, LogConfig())
+    log.append([Record(1, 10), Record(1, 11)])
+    log.append([Record(1, 12), Record(2, 13), Record(2, 14), Record(3, 15)])
+    log.append_payloads([])
+    assert [
+        (base, epoch, count) for _, base, epoch, count in batches_in(tmp_path / segment_file_name(0, "log"))
+    ] == [
+        (0, 1, 2),
+        (2, 1, 1),
+        (3, 2, 2),
+        (5, 3, 1),
+    ]
+    assert log.read(0) == [
+        Record(1, 10),
+        Record(1, 11),
+        Record(1, 12),
+        Record(2, 13),
+        Record(2, 14),
+        Record(3, 15),
+    ]
+    assert log.epoch_cache == (EpochEntry(1, 0), EpochEntry(2, 3), EpochEntry(3, 5))
+    log.close()
+
+
+@pytest.mark.parametrize("cut", [1, 4, 9, 10, 11, 17, 25, 29])
+def test_truncation_inside_a_batch_keeps_exactly_the_records_below(tmp_path: Path, cut: int) -> None:
+    config = LogConfig(segment_bytes=10_000, index_interval_bytes=100)
+    log = filled(tmp_path, 30, config, per_batch=10)
+    log.flush()
+    log.truncate_to(cut)
+    assert log.log_end_offset == cut and log.read(0) == records(0, cut)
+    batches = batches_in(tmp_path / segment_file_name(0, "log"))
+    assert [(base, count) for _, base, _, count in batches] == [
+        (base, min(10, cut - base)) for base in range(0, cut, 10)
+    ]
+    assert log.append(records(cut, 3, epoch=2)) == cut
+    log.close(flush=False)  # a crash: the rewritten batch was fsynced by truncate_to
+    reopened = storage.open(tmp_path, config)
+    assert reopened.recovery_actions == []  # the rewritten prefix batch is valid on disk
+    assert reopened.read(0) == records(0, cut) + records(cut, 3, epoch=2)
+    reopened.close()
+
+
+def test_a_torn_multi_record_batch_is_dropped_whole(tmp_path: Path) -> None:
+    log = filled(tmp_path, 5, LogConfig(), per_batch=5)
+    log.flush()
+    log.append(records(5, 8, epoch=2))
+    log.close(flush=False)
+    path = tmp_path / segment_file_name(0, "log")
+    data = path.read_bytes()
+    (position, base, _, count) = batches_in(path)[-1]
+    assert (base, count) == (5, 8)
+    for cut in (position + 1, position + 61, position + 70, len(data) - 1):
+        path.write_bytes(data[:cut])
+        reopened = storage.open(tmp_path, LogConfig())
+        assert reopened.log_end_offset == 5 and reopened.read(0) == records(0, 5)
+        assert len(reopened.recovery_actions) == 1
+        assert reopened.recovery_actions[0].startswith(f"truncated {path.name} at byte {position} (")
+        assert path.stat().st_size == position
+        assert reopened.epoch_cache == (EpochEntry(1, 0),)  # epoch 2 began in the lost batch
+        reopened.close()
 
 
 # ---------------------------------------------------------------------------------------
