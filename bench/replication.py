@@ -46,7 +46,7 @@ TARGET_SPEEDUP = 50.0
 TARGET_APPEND_RATIO = 0.5
 REPLICAS = 3
 MIN_INSYNC_REPLICAS = 2
-SMALL_VALUE = b"v"  # a 1-byte value: a 29-byte frame
+SMALL_VALUE = b"v"  # a 1-byte value: 5 bytes in a batch (its length and itself)
 LOOKUPS = 2000
 
 
@@ -222,10 +222,10 @@ def mean_lookup_microseconds(log: storage.SegmentedLog, rng: random.Random) -> f
     return (time.perf_counter() - started) / LOOKUPS * 1e6
 
 
-def lookup_section(arguments: argparse.Namespace, scratch: Path) -> tuple[int, int]:
-    """Print the latency table; return (records, index bytes) of the largest log built."""
+def lookup_section(arguments: argparse.Namespace, scratch: Path) -> tuple[int, int, int]:
+    """Print the latency table; return (records, index bytes, data bytes) of the largest log built."""
     print(f"\n2. offset lookup latency (record_at of {LOOKUPS} random offsets) as one log grows")
-    print("   29-byte frames, segment.bytes=64 MiB, index.interval.bytes=4096")
+    print("   1-byte values in batches of 1,000 records, segment.bytes=64 MiB, index.interval.bytes=4096")
     print(f"   {'records':>12} {'build s':>8} {'segments':>9} {'index entries':>14} {'lookup us':>10}")
     config = storage.LogConfig(segment_bytes=64 * 1024 * 1024)
     log = storage.open(scratch / "lookup-0", config)
@@ -248,21 +248,21 @@ def lookup_section(arguments: argparse.Namespace, scratch: Path) -> tuple[int, i
         f"   largest / smallest latency: {spread:.2f} (target: flat; 10^{arguments.max_exponent} is the "
         f"largest size run, --max-exponent changes it)"
     )
-    largest = (log.log_end_offset, index_bytes(log))
+    largest = (log.log_end_offset, index_bytes(log), log.size_in_bytes)
     log.close(flush=False)
     shutil.rmtree(scratch / "lookup-0", ignore_errors=True)
     return largest
 
 
-def index_memory_section(records: int, resident_bytes: int) -> None:
+def index_memory_section(records: int, resident_bytes: int, data_bytes: int) -> None:
     per_million = resident_bytes * 10**6 / records
     print(
         f"\n4. sparse index resident memory (the in-memory index arrays of the {records:,}-record log): "
         f"{per_million / 1024:.1f} KiB per million records"
     )
     print(
-        "   with 29-byte frames; one 8-byte entry per index.interval.bytes (4096) of data, so larger "
-        "records need proportionally less"
+        f"   at {data_bytes / records:.1f} bytes of log per record; one 8-byte entry per "
+        "index.interval.bytes (4096) of data, so larger records need proportionally more"
     )
 
 
@@ -381,9 +381,9 @@ def main(argv: list[str] | None = None) -> int:
     replication_section(arguments)
     with tempfile.TemporaryDirectory(prefix="kafkaspec-bench-") as scratch_name:
         scratch = Path(scratch_name)
-        records, resident_bytes = lookup_section(arguments, scratch)
+        records, resident_bytes, data_bytes = lookup_section(arguments, scratch)
         append_section(arguments, scratch)
-    index_memory_section(records, resident_bytes)
+    index_memory_section(records, resident_bytes, data_bytes)
     print(f"\n{time.perf_counter() - started:.0f} s in all")
     return 0
 
