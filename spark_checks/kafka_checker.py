@@ -109,7 +109,6 @@ polls or a read precedes its send (otherwise no cycle can exist; see `_cycles`).
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import gc
 import json
@@ -354,24 +353,74 @@ def split_call(call: Call) -> list[tuple[Key, Call]]:
     """A data call as one piece per key it touches, each holding only that key's micro-ops
     (for shipping parts to Spark tasks). Assign/subscribe calls give no piece: they belong to
     every part (`partition_key(call) is ALL_KEYS`); the caller must add them to each part."""
-    if call.f not in DATA_FUNCTIONS:
+    f = call.f
+    if f not in DATA_FUNCTIONS:
         return []
+    key = _single_send_key(call) if f != "poll" else None
+    if key is not None:
+        return [(key, _piece(call, key, call.input, call.output, call.completion_value))]
     keys = sorted(_keys_of(call))
     if len(keys) == 1:
-        return [(keys[0], dataclasses.replace(call, key=keys[0]))]
-    return [
-        (
-            key,
-            dataclasses.replace(
-                call,
-                input=_restrict(call.input, key),
-                output=_restrict(call.output, key),
-                completion_value=_restrict(call.completion_value, key),
-                key=key,
-            ),
-        )
-        for key in keys
-    ]
+        return [(keys[0], _piece(call, keys[0], call.input, call.output, call.completion_value))]
+    inputs = _restrict_each(call.input, keys)
+    outputs = _restrict_each(call.output, keys)
+    # An ok call's output is its completion's value: restrict it once.
+    same = call.completion_value is call.output
+    completions = outputs if same else _restrict_each(call.completion_value, keys)
+    return [(key, _piece(call, key, inputs[key], outputs[key], completions[key])) for key in keys]
+
+
+def _single_send_key(call: Call) -> Key | None:
+    """The key of a call whose analysed value is exactly one well-formed send (the commonest
+    call of all), which `_keys_of` would find the long way; None for any other shape."""
+    value = _value_of(call)
+    if value.__class__ is not list or len(value) != 1:
+        return None
+    mop = value[0]
+    if mop.__class__ is not list or len(mop) != 3 or mop[0].__class__ is not str or mop[0] not in _SEND:
+        return None
+    sent = mop[2]
+    if sent.__class__ is list and len(sent) != 2:
+        return None  # malformed: the long way says so
+    if sent.__class__ is tuple:
+        return None
+    return _norm_key(mop[1])
+
+
+def _restrict_each(value: JsonValue, keys: list[Key]) -> dict[Key, JsonValue]:
+    """`_restrict(value, key)` for every key; one pass for the shapes of a plain poll."""
+    if not isinstance(value, list):
+        return dict.fromkeys(keys, value)  # `_restrict` leaves anything but a list alone
+    if len(value) == 1:
+        mop = value[0]
+        if mop.__class__ is list and mop and mop[0].__class__ is str and mop[0] in _POLL:
+            if len(mop) == 1:
+                kept = [mop]
+                return dict.fromkeys(keys, kept)
+            polled = mop[1]
+            if len(mop) == 2 and polled.__class__ is dict and all(k.__class__ is str for k in polled):
+                # JSON object keys are distinct strings: `_norm_key(k) == key` only for k == key.
+                name = mop[0]
+                return {key: [[name, {key: polled[key]} if key in polled else {}]] for key in keys}
+    return {key: _restrict(value, key) for key in keys}
+
+
+def _piece(call: Call, key: Key, given: JsonValue, output: JsonValue, completion_value: JsonValue) -> Call:
+    # The constructor directly: `dataclasses.replace` costs several times more, once per call
+    # of every history.
+    return Call(
+        call.process,
+        call.f,
+        given,
+        output,
+        call.outcome,
+        call.invoke_index,
+        call.complete_index,
+        key,
+        call.invoke_time,
+        call.complete_time,
+        completion_value,
+    )
 
 
 def split_by_key(calls: Iterable[Call]) -> dict[Key, list[Call]]:
@@ -503,9 +552,21 @@ class _Collected:
 def _collect(calls: Iterable[Call], only: Key | None) -> _Collected:
     out = _Collected()
     ordered = list(calls)
+    out.calls = len(ordered)
+    subscribing = SUBSCRIPTION_FUNCTIONS
+    if any(call.f in subscribing for call in ordered):
+        # An assignment only prunes what its process tracks, and a process tracks keys only
+        # through its own data calls here: the assignments of other processes, and failed
+        # ones, change nothing (they are most of a key's part when there are many keys).
+        out.sub_via_seen.update(call.f for call in ordered if call.f in subscribing)
+        active = {call.process for call in ordered if call.f not in subscribing}
+        ordered = [
+            call
+            for call in ordered
+            if call.f not in subscribing or (call.process in active and call.outcome is not _FAIL)
+        ]
     ordered.sort(key=_order)
     out.ordered = ordered
-    out.calls = len(ordered)
     states = out.states
     # Per process: key -> (call that last read/sent it, its last value there).
     last_reads: dict[Process, dict[Key, tuple[Call, Any]]] = {}
@@ -519,7 +580,8 @@ def _collect(calls: Iterable[Call], only: Key | None) -> _Collected:
             if not last_reads.get(call.process) and not last_sends.get(call.process):
                 continue  # nothing tracked for this process: the assignment changes nothing here
             value = _value_of(call)
-            named = {_norm_key(k) for k in value} if isinstance(value, list) else set()
+            # `_norm_key` of each, in C: an assignment can name every key, and it is seen per part.
+            named = set(map(str, value)) if isinstance(value, list) else set()
             for table in (last_reads, last_sends):
                 tracked = table.get(call.process)
                 if tracked:

@@ -1,0 +1,615 @@
+"""What each task of the Spark engine runs, as plain Python (no pyspark, so it is unit-tested
+without a JVM); `engine.verify_spark` only ships rows between these functions.
+
+The job has one shuffle. Stage 1 has one task per byte range of a JSON Lines history:
+`range_rows` reads the lines that start in its range, pairs them into calls, splits the calls
+into per-part pieces (`checking.split_calls`) and gives each piece a *target* (the stage-2
+task of its part). Stage 2 has one task per target: `check_rows` groups the pieces by part
+and checks each part (`checking.check_part`). Only per-part results reach the driver.
+
+Why ranges of the file and not a shuffle by process (pairing needs each process's operations
+in order): a process has at most one call open, so a range pairs everything it can by
+itself; for a call still open when its range ends, the task reads on past the end until that
+process's next line (`range_calls`: usually a few lines, since a process's calls are short).
+Each call is then made exactly once, by the task holding its invocation. The one check a
+range cannot make alone - is a completion at the start of a range (no invocation before it
+in the range) the end of an earlier range's call, or a completion without an invocation? -
+is settled in stage 2: ranges report such completions (`ORPHAN`) and the completions they
+claimed by reading on (`CLAIM`), and every `ok`/`fail` orphan must be claimed. Cost of the
+choice: a history whose call stays open for a long stretch (never completed) makes its
+range read on that far, up to the end of the file.
+
+Kafka parts need three whole-history facts. The assign/subscribe calls go to every target
+(`SUBSCRIPTION`). Whether an `info` send must have committed (some value it sent was read by
+an `ok` call) is decided inside the part of the key it sent to, since every read of a key is
+in its part: exact for a call that sent to one key. A call that sent to several keys
+(`MULTI_INFO_PIECE`) committed if any of its parts says so; a part that said no for such a
+call reports it (`UNDECIDED`), and only when another part said yes (`COMMITTED`) is that
+part checked again, in a second job that re-reads the file but ships only those parts'
+pieces (`range_rows(parts=...)`). Histories with transactions get that second job too: their
+cross-key cycles need every data call in one part (`CYCLES_PART`), and stage 1 only learns
+that the history has a transaction as it goes (`FLAG`).
+
+Anything that goes wrong becomes an `ERROR` row; the engine then reads the history locally
+to report the first bad line exactly as the local engine would.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import json
+import zlib
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO, Final
+
+import orjson
+
+from spark_checks import kafka_checker
+from spark_checks.checking import (
+    CYCLES_PART,
+    KafkaContext,
+    Plan,
+    check_part,
+    split_calls,
+)
+from spark_checks.history import (
+    Call,
+    CheckResult,
+    HistoryError,
+    JsonValue,
+    OpType,
+    Outcome,
+    Position,
+    Verdict,
+)
+from spark_checks.readers._common import make_operation
+from spark_checks.readers.jsonl import EXPECTED, decode_line
+
+# Row kinds of stage 1 (and of stage 2's output, except PIECE and SUBSCRIPTION).
+PIECE: Final = 0  # part = the part's key JSON, payload = encoded call
+SUBSCRIPTION: Final = 1  # an assign/subscribe call, sent to every target
+ORPHAN: Final = 2  # payload = byte offset of an ok/fail completion first of its process in a range
+CLAIM: Final = 3  # payload = byte offset of a completion paired by reading past a range's end
+FLAG: Final = 4  # payload = JSON list of flag names (TRANSACTIONS)
+ERROR: Final = 5  # payload = JSON [line or null, message]
+RESULT: Final = 6  # payload = JSON of `result_to_row`
+COMMITTED: Final = 7  # payload = JSON list of info calls' invocation indices that committed
+MULTI_INFO_PIECE: Final = 8  # a PIECE of an info call that sent to several keys
+UNDECIDED: Final = 9  # payload = JSON [part, [multi-key info calls this part did not see commit]]
+
+TRANSACTIONS: Final = "transactions"
+
+Row = tuple[int, int, str, bytes]
+"""A stage-1 row: (target, kind, part, payload)."""
+OutRow = tuple[int, bytes]
+"""A stage-2 row: (kind, payload)."""
+
+_INVOKE: Final = OpType.INVOKE
+_INFO_TYPE: Final = OpType.INFO
+_OUTCOMES: Final[dict[OpType, Outcome]] = {t: Outcome(t.value) for t in OpType if t is not OpType.INVOKE}
+_OUTCOME_CODES: Final = {outcome: outcome.value for outcome in Outcome}
+_OUTCOME_BY_CODE: Final = {outcome.value: outcome for outcome in Outcome}
+
+
+def byte_ranges(size: int, count: int) -> list[tuple[int, int]]:
+    """`count` (at least one) contiguous ranges [start, end) covering `size` bytes."""
+    count = max(1, min(count, size)) if size else 1
+    bounds = [size * number // count for number in range(count + 1)]
+    return list(itertools.pairwise(bounds))
+
+
+def target_of(part: str, targets: Sequence[int]) -> int:
+    """The stage-2 target of a part (a stable hash: Python's own is salted per process)."""
+    return targets[zlib.crc32(part.encode("utf-8")) % len(targets)]
+
+
+# ---------------------------------------------------------------------------------------
+# Calls <-> bytes
+# ---------------------------------------------------------------------------------------
+
+
+_STANDARD: Final = b"J"  # marks JSON written by the standard library (orjson refused the value)
+
+
+def _dumps(value: Any) -> bytes:
+    """Compact JSON; what orjson cannot write (integers beyond 64 bits, lone surrogates) is
+    written by the standard library behind a marker, so `_loads` reads it back exactly."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return _STANDARD + json.dumps(value, separators=(",", ":")).encode("utf-8")
+
+
+def _loads(data: bytes) -> Any:
+    if data[:1] == _STANDARD:
+        return json.loads(data[1:])
+    return orjson.loads(data)
+
+
+def encode_call(call: Call) -> bytes:
+    """A call as compact JSON; `decode_call` gives an equal call back."""
+    same = call.output is call.completion_value or call.output == call.completion_value
+    return _dumps(
+        [
+            call.process,
+            call.f,
+            call.input,
+            call.completion_value,
+            1 if same else 0,
+            None if same else call.output,
+            _OUTCOME_CODES[call.outcome],
+            call.invoke_index,
+            call.complete_index,
+            call.key,
+            call.invoke_time,
+            call.complete_time,
+        ]
+    )
+
+
+def decode_call(data: bytes) -> Call:
+    """The inverse of `encode_call`."""
+    fields = _loads(data)
+    completion_value = fields[3]
+    return Call(
+        fields[0],
+        fields[1],
+        fields[2],
+        completion_value if fields[4] else fields[5],
+        _OUTCOME_BY_CODE[fields[6]],
+        fields[7],
+        fields[8],
+        fields[9],
+        fields[10],
+        fields[11],
+        completion_value,
+    )
+
+
+def result_to_row(result: CheckResult) -> dict[str, Any]:
+    """A part's result as JSON-ready fields."""
+    return {
+        "part": result.partition,
+        "checker": result.checker,
+        "model": result.model,
+        "verdict": result.verdict.value,
+        "operations": result.operations,
+        "evidence": result.evidence,
+        "conventions": result.conventions,
+        "seconds": result.seconds,
+    }
+
+
+def row_to_result(row: dict[str, Any]) -> CheckResult:
+    """The inverse of `result_to_row`."""
+    return CheckResult(
+        checker=row["checker"],
+        model=row["model"],
+        partition=row["part"],
+        verdict=Verdict(row["verdict"]),
+        operations=int(row["operations"]),
+        evidence=row["evidence"],
+        conventions=row["conventions"],
+        seconds=float(row["seconds"]),
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Stage 1: a byte range of the file -> calls -> pieces
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class RangeBorder:
+    """What a range learns about calls crossing its borders (byte offsets of completions)."""
+
+    orphans: list[int] = field(default_factory=list)  # ok/fail completions first of their process
+    claims: list[int] = field(default_factory=list)  # completions paired by reading past the end
+
+
+Op = tuple[int, Any, OpType, str, JsonValue, JsonValue, int | None]
+"""An operation as a plain tuple (index, process, type, f, value, key, time): the fields of
+`Operation`, without the frozen dataclass's cost per line."""
+
+_TYPES: Final = {t.value: t for t in OpType}
+
+
+class _Lines:
+    """The operations of a file's lines from a byte offset on, with each line's offset and the
+    ordinal an operation without `index` gets (counting the non-blank lines before the range
+    only when such a line turns up)."""
+
+    def __init__(self, handle: BinaryIO, start: int, name: str) -> None:
+        self.handle = handle
+        self.start = start
+        self.name = name
+        self.base: int | None = 0 if start == 0 else None
+        self.seen = 0  # non-blank lines read from `start`
+
+    def read(self, position: int) -> Iterator[tuple[int, Op]]:
+        name = self.name
+        types = _TYPES
+        for raw in self.handle:
+            offset = position
+            position += len(raw)
+            obj = decode_line(raw, name, None)
+            if obj is None:
+                continue
+            self.seen += 1
+            # The checks of `make_operation` for the usual field types; it decides the rest.
+            get = obj.get
+            index = get("index")
+            process = get("process")
+            kind = get("type")
+            f = get("f")
+            time = get("time")
+            op_type = types.get(kind) if kind.__class__ is str else None
+            if (
+                op_type is not None
+                and index.__class__ is int
+                and index >= 0
+                and (process.__class__ is int or process.__class__ is str)
+                and f.__class__ is str
+                and (time is None or time.__class__ is int)
+            ):
+                yield offset, (index, process, op_type, f, get("value"), get("key"), time)
+                continue
+            ordinal = self._base() + self.seen - 1 if "index" not in obj else 0
+            operation = make_operation(obj, ordinal, name, None, EXPECTED)
+            yield (
+                offset,
+                (
+                    operation.index,
+                    operation.process,
+                    operation.type,
+                    operation.f,
+                    operation.value,
+                    operation.key,
+                    operation.time,
+                ),
+            )
+
+    def _base(self) -> int:
+        if self.base is None:
+            count = 0
+            with open(self.handle.name, "rb") as handle:
+                remaining = self.start
+                for raw in handle:
+                    if remaining <= 0:
+                        break
+                    remaining -= len(raw)
+                    if raw.decode("utf-8", errors="replace").strip():
+                        count += 1
+            self.base = count
+        return self.base
+
+
+def _call(invocation: Op, completion: Op) -> Call:
+    kind = completion[2]
+    return Call(
+        invocation[1],
+        invocation[3],
+        invocation[4],
+        completion[4] if kind is OpType.OK else None,
+        _OUTCOMES[kind],
+        invocation[0],
+        completion[0],
+        invocation[5],
+        invocation[6],
+        completion[6],
+        completion[4],
+    )
+
+
+def _open_call(invocation: Op) -> Call:
+    return Call(
+        invocation[1],
+        invocation[3],
+        invocation[4],
+        None,
+        Outcome.INFO,
+        invocation[0],
+        None,
+        invocation[5],
+        invocation[6],
+    )
+
+
+def _invokes_while_open(first: Op, operation: Op, source: str) -> HistoryError:
+    return HistoryError(
+        Position(source, line=operation[0] + 1),
+        f"process {operation[1]!r} invokes {operation[3]!r} while its {first[3]!r} "
+        f"(index {first[0]}) has not completed",
+    )
+
+
+def range_calls(path: str, start: int, end: int, source: str, border: RangeBorder) -> Iterator[Call]:
+    """The calls whose invocation is on a line starting in [start, end) of a JSON Lines file:
+    together over all ranges, exactly the calls `history.pair_calls` makes of the whole file.
+    `border` collects the completions this range cannot place (see the module docstring)."""
+    with open(path, "rb") as handle:
+        position = start
+        if start > 0:
+            handle.seek(start - 1)
+            position = start - 1 + len(handle.readline())  # the line under way belongs before
+        operations = _Lines(handle, start, source).read(position)
+        pending: tuple[int, Op] | None = None
+        open_calls: dict[Any, Op] = {}
+        seen: set[Any] = set()
+        for offset, operation in operations:
+            if offset >= end:
+                pending = offset, operation
+                break
+            process = operation[1]
+            kind = operation[2]
+            if kind is _INVOKE:
+                first = open_calls.get(process)
+                if first is not None:
+                    raise _invokes_while_open(first, operation, source)
+                open_calls[process] = operation
+                seen.add(process)
+                continue
+            invocation = open_calls.pop(process, None)
+            if invocation is None:
+                if process not in seen:
+                    seen.add(process)  # may complete a call invoked before this range
+                    if kind is not _INFO_TYPE:
+                        border.orphans.append(offset)
+                    continue
+                if kind is _INFO_TYPE:
+                    continue  # e.g. a nemesis announcing a fault: not a client operation
+                raise HistoryError(
+                    Position(source, line=operation[0] + 1),
+                    f"{kind.value} for process {process!r} without an open invocation",
+                )
+            yield _call(invocation, operation)
+        if open_calls and pending is not None:
+            # Read on past the end: each open call ends at its process's next line.
+            for offset, operation in itertools.chain((pending,), operations):
+                invocation = open_calls.pop(operation[1], None)
+                if invocation is None:
+                    continue
+                if operation[2] is _INVOKE:
+                    raise _invokes_while_open(invocation, operation, source)
+                border.claims.append(offset)
+                yield _call(invocation, operation)
+                if not open_calls:
+                    break
+        for invocation in open_calls.values():
+            yield _open_call(invocation)
+
+
+def range_rows(
+    plan: Plan,
+    path: str,
+    start: int,
+    end: int,
+    targets: Sequence[int],
+    source: str,
+    cycles: bool = False,
+    parts: frozenset[str] | None = None,
+) -> Iterator[Row]:
+    """Stage 1 for one byte range: every piece of every call the range makes (of `parts`
+    only, when given), addressed to its part's target; for Kafka also the subscriptions (to
+    every target), the flags, and with `cycles` every data call for the cycle part; and the
+    border facts. Any error ends the range with one ERROR row."""
+    first = targets[0]
+    border = RangeBorder()
+    flags: set[str] = set()
+    kafka = plan.model == "kafka"
+    addresses: dict[str, tuple[str, int]] = {}  # Kafka key -> (part, target): keys repeat
+    try:
+        for call in range_calls(path, start, end, source, border):
+            if kafka:
+                f = call.f
+                if f in kafka_checker.SUBSCRIPTION_FUNCTIONS:
+                    payload = encode_call(call)
+                    for target in targets:
+                        yield target, SUBSCRIPTION, "", payload
+                    continue
+                if f == "txn":
+                    flags.add(TRANSACTIONS)
+                pieces = kafka_checker.split_call(call)
+                kind = PIECE
+                if len(pieces) > 1 and call.outcome is Outcome.INFO and _sends_to_several_keys(call):
+                    kind = MULTI_INFO_PIECE
+                for key, piece in pieces:
+                    address = addresses.get(key)
+                    if address is None:
+                        part = _part_json(key)
+                        address = addresses[key] = part, target_of(part, targets)
+                    if parts is None or address[0] in parts:
+                        yield address[1], kind, address[0], encode_call(piece)
+                if cycles and f in kafka_checker.DATA_FUNCTIONS:
+                    yield target_of(CYCLES_PART, targets), PIECE, CYCLES_PART, encode_call(call)
+                continue
+            for part, piece in split_calls(plan, (call,)):
+                if parts is None or part in parts:
+                    yield target_of(part, targets), PIECE, part, encode_call(piece)
+    except (HistoryError, ValueError, KeyError, TypeError) as error:
+        yield first, ERROR, "", _error_payload(error)
+        return
+    for offset in border.orphans:
+        yield first, ORPHAN, "", b"%d" % offset
+    for offset in border.claims:
+        yield first, CLAIM, "", b"%d" % offset
+    if flags:
+        yield first, FLAG, "", orjson.dumps(sorted(flags))
+
+
+@contextmanager
+def no_cyclic_gc() -> Iterator[None]:
+    """Run a task with the cyclic garbage collector off. Tasks allocate millions of small
+    acyclic objects (calls, their values), which reference counting frees; the collector can
+    free nothing among them, yet rescans every live one over and over (it measured a third of
+    stage 2's time, and a fifth of stage 1's)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _sends_to_several_keys(call: Call) -> bool:
+    # Only such an info call's commitment can depend on another part (rare: transactions).
+    _, sends = kafka_checker.commit_facts(call)
+    return len({key for key, _ in sends}) > 1
+
+
+def _part_json(key: str) -> str:
+    # `checking.partition_key_json` of a Kafka key (always a string), without the call.
+    return orjson.dumps(key).decode("utf-8")
+
+
+def _error_payload(error: Exception) -> bytes:
+    if isinstance(error, HistoryError):
+        return _dumps([error.position.line, error.message])
+    return _dumps([None, str(error)])
+
+
+# ---------------------------------------------------------------------------------------
+# Stage 2: the pieces of some parts -> their results
+# ---------------------------------------------------------------------------------------
+
+
+def check_rows(
+    plan: Plan, rows: Iterable[tuple[int, str, bytes]], committed: frozenset[int] | None
+) -> list[OutRow]:
+    """Stage 2 for one target: check every part whose pieces are among `rows` (kind, part,
+    payload). `committed`: the info calls known to have committed (a second run), or None to
+    decide it inside each part (exact unless an info call sent to several keys)."""
+    parts: dict[str, list[bytes]] = defaultdict(list)
+    multi_info: dict[str, list[bytes]] = defaultdict(list)
+    subscriptions: dict[int, Call] = {}
+    out: list[OutRow] = []
+    orphans: set[bytes] = set()
+    claims: set[bytes] = set()
+    for kind, part, payload in rows:
+        if kind == PIECE:
+            parts[part].append(payload)
+        elif kind == MULTI_INFO_PIECE:
+            parts[part].append(payload)
+            multi_info[part].append(payload)
+        elif kind == SUBSCRIPTION:
+            call = decode_call(payload)
+            subscriptions[call.invoke_index] = call  # one copy, should targets ever share a task
+        elif kind == ORPHAN:
+            orphans.add(payload)
+        elif kind == CLAIM:
+            claims.add(payload)
+        else:
+            out.append((kind, payload))  # FLAG and ERROR go through to the driver
+    unclaimed = orphans - claims
+    if unclaimed:
+        offset = min(int(payload) for payload in unclaimed)
+        message = f"a completion without an open invocation (byte {offset})"
+        out.append((ERROR, orjson.dumps([None, message])))
+    if any(kind == ERROR for kind, _ in out):
+        return out
+    try:
+        out.extend(_check_parts(plan, parts, multi_info, list(subscriptions.values()), committed))
+    except (HistoryError, ValueError, KeyError, TypeError) as error:
+        out.append((ERROR, _error_payload(error)))
+    return out
+
+
+def _check_parts(
+    plan: Plan,
+    parts: dict[str, list[bytes]],
+    multi_info: dict[str, list[bytes]],
+    subscriptions: list[Call],
+    committed: frozenset[int] | None,
+) -> Iterator[OutRow]:
+    kafka = plan.model == "kafka"
+    context = KafkaContext()
+    if kafka:
+        subscriptions.sort(key=lambda call: call.invoke_index)
+        context = KafkaContext(
+            subscriptions=tuple(subscriptions),
+            sub_via=tuple(sorted({call.f for call in subscriptions if call.outcome is not Outcome.FAIL})),
+            committed_info=committed or frozenset(),
+            has_transactions=CYCLES_PART in parts,
+        )
+    for part in sorted(parts):
+        calls = [decode_call(payload) for payload in parts[part]]
+        parts[part] = []  # the encoded pieces are no longer needed
+        part_plan = plan
+        if kafka:
+            part_context = context
+            if committed is None and part != CYCLES_PART:
+                own = _committed_here(calls)
+                if own:
+                    yield COMMITTED, orjson.dumps(sorted(own))
+                undecided = {decode_call(payload).invoke_index for payload in multi_info.get(part, ())} - own
+                if undecided:
+                    yield UNDECIDED, _dumps([part, sorted(undecided)])
+                part_context = KafkaContext(
+                    context.subscriptions, context.sub_via, own, context.has_transactions
+                )
+            part_plan = plan.with_kafka_context(part_context)
+        yield RESULT, _dumps(result_to_row(check_part(part_plan, part, calls)))
+
+
+def _committed_here(calls: list[Call]) -> frozenset[int]:
+    # `committed_info_calls` over one key's pieces: the info calls whose send to this key was
+    # read (every read of the key is in its part). Most parts have no info send at all.
+    if not any(call.outcome is Outcome.INFO and call.f != "poll" for call in calls):
+        return frozenset()
+    return kafka_checker.committed_info_calls(calls)
+
+
+# ---------------------------------------------------------------------------------------
+# The driver: what came back
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Gathered:
+    """Stage 2's rows, sorted out on the driver."""
+
+    results: list[CheckResult] = field(default_factory=list)
+    errors: list[tuple[int | None, str]] = field(default_factory=list)
+    committed: set[int] = field(default_factory=set)
+    flags: set[str] = field(default_factory=set)
+    undecided: dict[str, set[int]] = field(default_factory=dict)
+
+    def recheck(self) -> frozenset[str]:
+        """Parts whose verdict assumed an info call had not committed that another part saw
+        commit: they must be checked again, knowing `committed`."""
+        return frozenset(part for part, calls in self.undecided.items() if calls & self.committed)
+
+    def replace(self, again: Gathered) -> None:
+        """Take the second run's results over the first's (same parts), and its errors."""
+        redone = {result.partition for result in again.results}
+        self.results = [r for r in self.results if r.partition not in redone] + again.results
+        self.errors.extend(again.errors)
+
+    def first_error(self) -> tuple[int | None, str] | None:
+        """The error on the earliest line (errors without a line last)."""
+        if not self.errors:
+            return None
+        return min(self.errors, key=lambda error: (error[0] is None, error[0] or 0, error[1]))
+
+
+def gather(rows: Iterable[OutRow]) -> Gathered:
+    """Sort stage 2's rows into results, errors, committed info calls and flags."""
+    gathered = Gathered()
+    for kind, payload in rows:
+        value: JsonValue = _loads(payload)
+        if kind == RESULT:
+            gathered.results.append(row_to_result(value))
+        elif kind == ERROR:
+            gathered.errors.append((value[0], value[1]))
+        elif kind == COMMITTED:
+            gathered.committed.update(value)
+        elif kind == FLAG:
+            gathered.flags.update(value)
+        elif kind == UNDECIDED:
+            gathered.undecided[value[0]] = set(value[1])
+    return gathered

@@ -1,0 +1,200 @@
+"""The Spark engine's task code run in this process (no JVM): byte ranges of a file pair into
+exactly the calls of the whole file, and stage 1 + stage 2 + the driver's second run give
+exactly the local engine's results."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from spark_checks import distributed
+from spark_checks.checking import Plan
+from spark_checks.engine import VerifyOptions, verify_history
+from spark_checks.history import Call, CheckResult, HistoryError, Operation, OpType, Verdict, pair_calls
+from spark_checks.kafka_histories import KafkaHistoryBuilder, generate_history
+from spark_checks.readers import open_history, write_jsonl
+
+TARGETS = [101, 7, 55, 13]  # any distinct values: Spark's hash picks them in the engine
+
+
+def calls_by_ranges(path: Path, count: int) -> tuple[list[Call], distributed.RangeBorder]:
+    border = distributed.RangeBorder()
+    calls = [
+        call
+        for start, end in distributed.byte_ranges(path.stat().st_size, count)
+        for call in distributed.range_calls(str(path), start, end, str(path), border)
+    ]
+    return sorted(calls, key=lambda call: call.invoke_index), border
+
+
+def whole_file_calls(path: Path) -> list[Call]:
+    return sorted(pair_calls(open_history(path)[1], str(path)), key=lambda call: call.invoke_index)
+
+
+def run_stages(plan: Plan, path: Path, ranges: int) -> list[CheckResult]:
+    """What `engine.verify_spark` does, with lists in place of Spark's shuffle."""
+
+    def job(
+        committed: frozenset[int] | None = None, cycles: bool = False, parts: frozenset[str] | None = None
+    ) -> distributed.Gathered:
+        by_target: dict[int, list[tuple[int, str, bytes]]] = {target: [] for target in TARGETS}
+        for start, end in distributed.byte_ranges(path.stat().st_size, ranges):
+            for target, kind, part, payload in distributed.range_rows(
+                plan, str(path), start, end, TARGETS, str(path), cycles, parts
+            ):
+                by_target[target].append((kind, part, payload))
+        return distributed.gather(
+            row for rows in by_target.values() for row in distributed.check_rows(plan, rows, committed)
+        )
+
+    gathered = job()
+    assert gathered.first_error() is None
+    again = gathered.recheck()
+    cycles = distributed.TRANSACTIONS in gathered.flags
+    if again or cycles:
+        gathered.replace(job(frozenset(gathered.committed), cycles, again))
+    assert gathered.first_error() is None
+    return sorted(gathered.results, key=lambda result: json.dumps(result.partition))
+
+
+def comparable(results: list[CheckResult]) -> list[Any]:
+    return [(r.partition, r.verdict, r.operations, r.evidence, r.conventions) for r in results]
+
+
+def local_results(path: Path) -> list[CheckResult]:
+    report = verify_history(path, VerifyOptions(engine="local"))
+    return sorted(report.results, key=lambda result: json.dumps(result.partition))
+
+
+def test_byte_ranges_cover_the_file_in_order():
+    assert distributed.byte_ranges(10, 3) == [(0, 3), (3, 6), (6, 10)]
+    assert distributed.byte_ranges(2, 5) == [(0, 1), (1, 2)]
+    assert distributed.byte_ranges(0, 4) == [(0, 0)]
+
+
+@pytest.mark.parametrize("count", [1, 2, 7, 64, 997])
+def test_ranges_pair_exactly_the_calls_of_the_whole_file(tmp_path, count):
+    path = tmp_path / "history.jsonl"
+    write_jsonl(path, generate_history(1500, 5, seed=3, anomalies=["lost-write", "duplicate"]))
+    calls, border = calls_by_ranges(path, count)
+    assert calls == whole_file_calls(path)
+    assert set(border.orphans) <= set(border.claims)  # every leading completion was paired
+
+
+def test_open_calls_nemesis_lines_blank_lines_and_missing_indices(tmp_path):
+    path = tmp_path / "history.jsonl"
+    lines = [
+        {"process": 0, "type": "invoke", "f": "write", "value": 1},
+        {"process": "nemesis", "type": "info", "f": "kill"},
+        {"process": 1, "type": "invoke", "f": "read"},
+        {"process": 0, "type": "ok", "f": "write", "value": 1},
+        {"process": 2, "type": "invoke", "f": "write", "value": 2},  # never completes
+        {"process": 1, "type": "ok", "f": "read", "value": 1},
+        {"process": 3, "type": "invoke", "f": "read"},
+        {"process": 3, "type": "info", "f": "read"},
+    ]
+    text = "\n \n".join(json.dumps(line) for line in lines) + "\n\n"
+    path.write_text(text)
+    expected = whole_file_calls(path)
+    assert any(call.complete_index is None for call in expected)  # process 2 never completes
+    for count in range(1, len(text) + 1, 3):
+        assert calls_by_ranges(path, count)[0] == expected, count
+
+
+def test_an_invocation_while_open_across_a_border_is_an_error(tmp_path):
+    path = tmp_path / "history.jsonl"
+    operations = [
+        Operation(0, 0, OpType.INVOKE, "read"),
+        Operation(1, 1, OpType.INVOKE, "read"),
+        Operation(2, 1, OpType.OK, "read", 3),
+        Operation(3, 0, OpType.INVOKE, "read"),
+    ]
+    write_jsonl(path, operations)
+    with pytest.raises(HistoryError, match="invokes 'read' while its 'read' \\(index 0\\)"):
+        calls_by_ranges(path, 4)
+
+
+def test_a_completion_without_invocation_across_a_border_is_reported(tmp_path):
+    path = tmp_path / "history.jsonl"
+    operations = [
+        Operation(0, 0, OpType.INVOKE, "read"),
+        Operation(1, 0, OpType.OK, "read", 1),
+        Operation(2, 1, OpType.INVOKE, "read"),
+        Operation(3, 1, OpType.OK, "read", 1),
+        Operation(4, 0, OpType.OK, "read", 1),  # process 0 has nothing open
+    ]
+    write_jsonl(path, operations)
+    size = path.stat().st_size
+    offset = size - len(path.read_text().splitlines()[-1]) - 1
+    plan = Plan("register")
+    rows = [
+        (kind, part, payload)
+        for start, end in [(0, offset), (offset, size)]
+        for _, kind, part, payload in distributed.range_rows(plan, str(path), start, end, [0], str(path))
+    ]
+    gathered = distributed.gather(distributed.check_rows(plan, rows, None))
+    error = gathered.first_error()
+    assert error is not None and "without an open invocation" in error[1]
+
+
+@given(
+    st.lists(st.sampled_from(["lost-write", "duplicate", "poll-skip", "nonmonotonic-poll"]), max_size=2),
+    st.integers(1, 40),
+    st.integers(0, 2**16),
+)
+@settings(max_examples=15, deadline=None)
+def test_stages_give_the_local_engines_results(anomalies, ranges, seed):
+    folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"kafkaspec-distributed-{os.getpid()}"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"history-{seed}-{ranges}.jsonl"
+    write_jsonl(path, generate_history(400, 4, seed=seed, anomalies=anomalies), overwrite=True)
+    try:
+        assert comparable(run_stages(Plan("kafka"), path, ranges)) == comparable(local_results(path))
+    finally:
+        path.unlink()
+
+
+def test_an_info_send_to_several_keys_committed_through_another_part(tmp_path):
+    # The info send's value to x was read, its value to y never: y's part alone would say the
+    # call did not commit (no lost write); the whole history says it did (y's value is lost).
+    builder = KafkaHistoryBuilder()
+    builder.invoke(0, "assign", ["x", "y"])
+    builder.complete(0, "ok")
+    builder.invoke(1, "send", [["send", "x", 1], ["send", "y", 2]])
+    builder.complete(1, "info")
+    builder.invoke(2, "send", [["send", "y", 3]])
+    builder.complete(2, "ok", [["send", "y", [1, 3]]])
+    builder.invoke(0, "poll", [["poll"]])
+    builder.complete(0, "ok", [["poll", {"x": [[0, 1]], "y": [[1, 3]]}]])
+    path = tmp_path / "history.jsonl"
+    write_jsonl(path, builder.operations)
+    expected = local_results(path)
+    for ranges in (1, 3):
+        results = run_stages(Plan("kafka"), path, ranges)
+        assert comparable(results) == comparable(expected)
+
+
+def test_transactions_get_the_cycle_part(tmp_path):
+    builder = KafkaHistoryBuilder()
+    builder.invoke(1, "txn", [["send", "x", 1], ["poll"]])
+    builder.invoke(2, "txn", [["send", "y", 2], ["poll"]])
+    builder.complete(1, "ok", [["send", "x", [0, 1]], ["poll", {"y": [[0, 2]]}]])
+    builder.complete(2, "ok", [["send", "y", [0, 2]], ["poll", {"x": [[0, 1]]}]])
+    path = tmp_path / "txn.jsonl"
+    write_jsonl(path, builder.operations)
+    results = run_stages(Plan("kafka"), path, 2)
+    assert comparable(results) == comparable(local_results(path))
+    assert any(r.partition == "cross-key cycles" and r.verdict is Verdict.INVALID for r in results)
+
+
+def test_calls_survive_the_trip_through_bytes():
+    call = Call(
+        "nemesis", "cas", [1, 2**70], {"a": [None, 1.5]}, distributed._OUTCOME_BY_CODE["ok"], 3, 4, "k\ud800"
+    )
+    assert distributed.decode_call(distributed.encode_call(call)) == call
