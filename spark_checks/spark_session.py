@@ -8,8 +8,9 @@ interpreter running kafkaspec (`PYSPARK_PYTHON`), or they would lose this enviro
 packages.
 
 Environment notes measured on this kind of machine (../shared/research/env-probe.md): a
-session costs about 10 s to start (`-XX:TieredStopAtLevel=1` trims it); `pandas<3` avoids
-PySpark's FutureWarning and is faster for `applyInPandas`.
+session costs about 10 s to start (`-XX:TieredStopAtLevel=1` trims it); `pyspark[sql]` pulls in
+pandas, and `pandas<3` avoids PySpark's FutureWarning (the engine's tasks use Arrow batches,
+`mapInArrow`, not pandas).
 """
 
 from __future__ import annotations
