@@ -19,6 +19,13 @@ What it is
     reachable graph, not a sample of it, is the test. Its cost is (leaves x depth) steps,
     so depths stay small (`DEFAULT_DEPTH`).
 
+Directed paths
+    Some states that matter lie deeper than any affordable depth: a truncation that needs a
+    second OffsetsForLeaderEpoch round (KIP-279) takes three leaders writing in turn, about
+    fifteen actions. `DIRECTED_PATHS` are such paths from the KIPs and JIRAs, written as spec
+    actions; they are replayed first, the same way (a test checks every step is enabled in
+    the spec).
+
 What it does not cover
     Transitions into states already reached by a shorter path (non-tree edges) are not
     replayed, only their targets are reached another way.
@@ -33,12 +40,84 @@ from dataclasses import dataclass
 from conformance.machines.partition import DivergenceError, PartitionConformanceMachine, partition_machine_for
 from conformance.partition_sut import ReplicationSettings
 from spec import partition as spec_partition
-from spec.partition import Action, PartitionConfig, PartitionState, ProducerSend
+from spec.partition import (
+    Action,
+    BrokerCrash,
+    BrokerRestart,
+    ControllerMoveLeadership,
+    FollowerHandleFetchResponse,
+    FollowerTruncate,
+    LeaderHandleFetch,
+    PartitionConfig,
+    PartitionState,
+    ProducerSend,
+    ReplicaBecomeLeaderOrFollower,
+)
 from spec.scenarios import SCENARIOS, Scenario
+from spec.types import Acks
 
 DEFAULT_DEPTH = 6
 """Deep enough for a leader change with a truncation after it in every scenario, small
 enough that the whole suite takes seconds on the built-in targets."""
+
+
+@dataclass(frozen=True, slots=True)
+class DirectedPath:
+    """A known deep path, replayed before the breadth-first ones."""
+
+    name: str
+    why: str
+    settings: ReplicationSettings
+    path: tuple[Action, ...]
+
+
+def _leader_change(new_leader: int) -> tuple[Action, ...]:
+    return (ControllerMoveLeadership(new_leader), ReplicaBecomeLeaderOrFollower(new_leader))
+
+
+DIRECTED_PATHS: tuple[DirectedPath, ...] = (
+    DirectedPath(
+        "kip-279-second-round",
+        "Brokers 0 and 1 write in turns without replicating (epochs 0, 1, 2, 3); broker 0's "
+        "truncation asks for epoch 2, hears epoch 1 (which it never had), cuts to its own epoch 0 "
+        "end and must ask again: the leader's epoch 0 ends one record earlier (KIP-279).",
+        ReplicationSettings(replication_factor=2, min_insync_replicas=1),
+        (
+            ProducerSend(0, Acks.LEADER),
+            LeaderHandleFetch(1),
+            FollowerHandleFetchResponse(1),
+            ProducerSend(0, Acks.LEADER),
+            *_leader_change(1),
+            ProducerSend(1, Acks.LEADER),
+            *_leader_change(0),
+            ProducerSend(0, Acks.LEADER),
+            BrokerCrash(0, 3),
+            ReplicaBecomeLeaderOrFollower(1),
+            BrokerRestart(0),
+            ReplicaBecomeLeaderOrFollower(0),
+            FollowerTruncate(0),
+        ),
+    ),
+    DirectedPath(
+        "kafka-7128-rejoin-below-epoch-start",
+        "The leader dies losing an unreplicated record; the new leader's epoch starts above the "
+        "HW (a lagging ISR member holds it back); the old leader returns empty and fetches at "
+        "the HW: it must not rejoin the ISR before reaching the epoch's start offset (KAFKA-7128).",
+        ReplicationSettings(replication_factor=3, min_insync_replicas=1),
+        (
+            ProducerSend(0, Acks.LEADER),
+            LeaderHandleFetch(1),
+            FollowerHandleFetchResponse(1),
+            BrokerCrash(0, 0),
+            ReplicaBecomeLeaderOrFollower(1),
+            BrokerRestart(0),
+            ReplicaBecomeLeaderOrFollower(0),
+            FollowerTruncate(0),
+            LeaderHandleFetch(0),
+        ),
+    ),
+)
+"""Deep paths from the literature (each step enabled in the spec: a test replays them)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,9 +201,11 @@ def run_exhaustive(
     target: str,
     depth: int = DEFAULT_DEPTH,
     scenarios: Sequence[Scenario] = SCENARIOS,
+    directed: Sequence[DirectedPath] = DIRECTED_PATHS,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> ExhaustiveResult:
-    """Replay every scenario's leaf paths within `depth` on `target` beside the reference.
+    """Replay the `directed` paths, then every scenario's leaf paths within `depth`, on
+    `target` beside the reference.
 
     Stops at the first divergence and reports it with the commands that led there (the
     path is a shortest one to the state where the target first disagreed, because paths
@@ -137,6 +218,14 @@ def run_exhaustive(
     started = time.perf_counter()
     states = steps = 0
     names: list[str] = []
+    for known in directed:
+        failure, taken = _replay(machine_class, known.settings, known.path, set())
+        steps += taken
+        if failure is not None:
+            report = f"directed path {known.name} ({known.why}):\n{failure}"
+            return ExhaustiveResult(
+                target, depth, (known.name,), states, steps, False, report, time.perf_counter() - started
+            )
     for covered in scenario_paths(scenarios, depth):
         names.append(covered.scenario)
         states += covered.states
@@ -183,7 +272,7 @@ def _replay(
     machine = machine_class()
     given = 0
     try:
-        machine.start(settings, frozenset())
+        machine.start(settings, frozenset(), frozenset())
         for action in (None, *path):
             if action is not None:
                 machine._run(action)

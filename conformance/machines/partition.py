@@ -200,18 +200,22 @@ SWARM_BOOST = 4
 """How much a test case's emphasised kinds weigh over their usual weight."""
 
 
-def weighted_kinds(emphasis: frozenset[str]) -> tuple[type, ...]:
-    """Every kind repeated by its weight, the kinds named in `emphasis` `SWARM_BOOST` times more.
+def weighted_kinds(emphasis: frozenset[str], omitted: frozenset[str] = frozenset()) -> tuple[type, ...]:
+    """Every kind repeated by its weight, the kinds named in `emphasis` `SWARM_BOOST` times
+    more, the kinds named in `omitted` not at all.
 
     Swarm testing (Groce et al., ISSTA 2012): each test case leans on a few kinds of action
-    (many crashes, or many leader moves, or much retention), so runs reach the deep states
-    (several truncation rounds after repeated leader changes, a follower that fell below
-    the leader's log start, an ISR that shrank under min.insync.replicas after an append)
-    that evenly weighted runs seldom do. An empty emphasis shrinks to the usual weights.
+    (many crashes, or many leader moves, or much retention) and leaves a few out (no fetches:
+    leaders come and go without replicating, so logs diverge over several epochs), so runs
+    reach the deep states (several truncation rounds after repeated leader changes, a
+    follower that fell below the leader's log start, an ISR that shrank under
+    min.insync.replicas after an append) that evenly weighted runs seldom do. An omitted kind
+    is still taken when nothing else is enabled. Empty sets shrink to the usual weights.
     """
     return tuple(
         kind
         for kind, weight in ENABLED_KIND_WEIGHTS
+        if kind.__name__ not in omitted
         for _ in range(weight * (SWARM_BOOST if kind.__name__ in emphasis else 1))
     )
 
@@ -235,9 +239,12 @@ def enabled_actions(draw: st.DrawFn, enabled: tuple[Action, ...], kinds: tuple[t
         by_kind.setdefault(type(action), []).append(action)
     start = draw(INDEX)
     kind = next(
-        kinds[(start + step) % len(kinds)]
-        for step in range(len(kinds))
-        if kinds[(start + step) % len(kinds)] in by_kind
+        (
+            kinds[(start + step) % len(kinds)]
+            for step in range(len(kinds))
+            if kinds[(start + step) % len(kinds)] in by_kind
+        ),
+        next(iter(by_kind)),  # only omitted kinds are enabled: take one rather than stall
     )
     actions = by_kind[kind]
     if kind is BrokerCrash:
@@ -518,12 +525,16 @@ class PartitionConformanceMachine(RuleBasedStateMachine):
     @initialize(
         replication=replication_settings(),
         emphasis=st.frozensets(st.sampled_from(SWARM_KIND_NAMES), max_size=3),
+        omitted=st.frozensets(st.sampled_from(SWARM_KIND_NAMES), max_size=2),
     )
-    def start(self, replication: ReplicationSettings, emphasis: frozenset[str]) -> None:
+    def start(
+        self, replication: ReplicationSettings, emphasis: frozenset[str], omitted: frozenset[str]
+    ) -> None:
         """Build the target and the reference with the drawn settings; both start equal.
-        `emphasis` names the kinds of action this test case leans on (swarm testing)."""
+        `emphasis` and `omitted` name the kinds of enabled action this test case leans on and
+        leaves out (swarm testing, see `weighted_kinds`)."""
         self.settings = replication
-        self._kinds = weighted_kinds(emphasis)
+        self._kinds = weighted_kinds(emphasis, omitted)
         self._reference = ReferencePartition(spec_config(replication))
         try:
             self._sut = make_partition(self.target, replication)

@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from conformance.exhaustive import leaf_paths, run_exhaustive, settings_of
+from conformance.exhaustive import DIRECTED_PATHS, DirectedPath, leaf_paths, run_exhaustive, settings_of
+from conformance.partition_sut import spec_config
 from spec import partition as spec_partition
 from spec.scenarios import SCENARIOS_BY_NAME, run_scenario
 from tests.helpers import run_cli
@@ -60,7 +61,7 @@ def test_the_builtin_targets_conform_within_depth_4(target: str) -> None:
     ],
 )
 def test_a_broken_partition_is_caught_on_a_shortest_path(factory: str, divergence: str) -> None:
-    result = run_exhaustive(f"{BROKEN}:{factory}", depth=DEPTH)
+    result = run_exhaustive(f"{BROKEN}:{factory}", depth=DEPTH, directed=())
     assert not result.passed
     assert result.failure is not None
     assert result.failure.startswith(f"scenario {result.scenarios[-1]}, depth {DEPTH}:")
@@ -71,7 +72,9 @@ def test_a_broken_partition_is_caught_on_a_shortest_path(factory: str, divergenc
 def test_truncating_to_the_high_watermark_is_caught_on_a_shortest_path() -> None:
     # A produce, its replication, a leader move, both brokers applying it, the truncation:
     # seven actions. The random machine finds it too, but shrinks it only in minutes.
-    result = run_exhaustive(f"{BROKEN}:TruncatesToHighWatermark", depth=7, scenarios=(CLEAN_ELECTION,))
+    result = run_exhaustive(
+        f"{BROKEN}:TruncatesToHighWatermark", depth=7, scenarios=(CLEAN_ELECTION,), directed=()
+    )
     assert not result.passed
     assert result.failure is not None
     assert "records after follower_truncate(follower=0)" in result.failure
@@ -125,3 +128,32 @@ def test_cli_exhaustive_suite(capsys: pytest.CaptureFixture[str]) -> None:
     )
     assert code == 2
     assert "--depth" in err
+
+
+@pytest.mark.parametrize("directed", DIRECTED_PATHS, ids=lambda directed: directed.name)
+def test_directed_paths_are_spec_paths_that_reach_their_point(directed: DirectedPath) -> None:
+    config = spec_config(directed.settings)
+    state = spec_partition.initial_state(config)
+    for action in directed.path:
+        successor = spec_partition.step(config, state, action)
+        assert successor is not None, f"{action} is not enabled along {directed.name}"
+        state = successor
+    follower = state.replicas[0]
+    leader = state.replicas[1]
+    if directed.name == "kip-279-second-round":
+        # After two rounds broker 0 keeps only what both share: epoch 0's first record.
+        assert [record.value for record in follower.log.records] == [0]
+        assert [entry.epoch for entry in leader.log.epoch_cache] == [0, 1, 3]
+    else:
+        assert 0 not in leader.isr  # fetched at the HW, below the epoch's start offset
+        assert (
+            follower.log.log_end_offset == leader.log.high_watermark < leader.log.epoch_cache[-1].start_offset
+        )
+
+
+def test_directed_paths_run_first() -> None:
+    result = run_exhaustive(f"{BROKEN}:TruncatesToHighWatermark", depth=1)
+    assert not result.passed
+    assert result.failure is not None
+    assert result.failure.startswith("directed path kip-279-second-round (")
+    assert "follower_truncate(follower=0)" in result.failure
