@@ -52,6 +52,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from conformance.sut import load_factory
 from reference.partition import ReferencePartition, running_config
 from spec.partition import PartitionConfig, PartitionState, Replica
 from spec.types import Acks, EpochEntry, ErrorCode, Record, ReplicaId, TruncationRule
@@ -313,23 +314,9 @@ def resolve_partition_target(target: str) -> PartitionFactory:
         return ReferencePartitionTarget
     if target == "impl":
         return _impl_factory()
-    module_name, colon, attribute = target.partition(":")
-    if not colon or not module_name or not attribute:
-        raise ValueError(
-            f"unknown conformance target {target!r}: expected one of "
-            f"{', '.join(BUILTIN_TARGETS)} or MODULE:FACTORY"
-        )
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise ValueError(f"conformance target {target!r}: cannot import {module_name!r}: {error}") from None
-    factory = getattr(module, attribute, None)
-    if factory is None or not callable(factory):
-        raise ValueError(
-            f"conformance target {target!r}: module {module_name!r} has no callable {attribute!r} "
-            "(it must take ReplicationSettings and return a PartitionUnderTest)"
-        )
-    checked: PartitionFactory = factory
+    checked: PartitionFactory = load_factory(
+        target, BUILTIN_TARGETS, "it must take ReplicationSettings and return a PartitionUnderTest"
+    )
     return checked
 
 

@@ -27,10 +27,10 @@ import importlib
 import shutil
 import struct
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from impl import storage
 from reference.log import ReferenceReplicaLog
@@ -330,11 +330,19 @@ def resolve_target(target: str) -> LogFactory:
     """
     if target in BUILTIN_TARGETS:
         return BUILTIN_TARGETS[target]
+    checked: LogFactory = load_factory(target, sorted(BUILTIN_TARGETS), "it must return a LogUnderTest")
+    return checked
+
+
+def load_factory(target: str, builtin_names: Sequence[str], contract: str) -> Any:
+    """The callable a ``MODULE:FACTORY`` target names, or a ValueError saying what is wrong:
+    not of that form (then `builtin_names` are the alternatives), a module that does not
+    import, a missing or non-callable attribute (`contract` says what it must do)."""
     module_name, colon, attribute = target.partition(":")
     if not colon or not module_name or not attribute:
         raise ValueError(
             f"unknown conformance target {target!r}: expected one of "
-            f"{', '.join(sorted(BUILTIN_TARGETS))} or MODULE:FACTORY"
+            f"{', '.join(builtin_names)} or MODULE:FACTORY"
         )
     try:
         module = importlib.import_module(module_name)
@@ -343,11 +351,10 @@ def resolve_target(target: str) -> LogFactory:
     factory = getattr(module, attribute, None)
     if factory is None or not callable(factory):
         raise ValueError(
-            f"conformance target {target!r}: module {module_name!r} has no callable {attribute!r} "
-            "(it must return a LogUnderTest)"
+            f"conformance target {target!r}: module {module_name!r} has no callable "
+            f"{attribute!r} ({contract})"
         )
-    checked: LogFactory = factory
-    return checked
+    return factory  # what it returns is checked when it is called (`make_log`, `make_partition`)
 
 
 def make_log(target: str) -> LogUnderTest:
