@@ -373,6 +373,15 @@ class ReplicatedPartition:
         count = self.config.replication_factor
         return all(0 <= replica_id < count for replica_id in replica_ids)
 
+    def _live_follower_in(self, follower_id: ReplicaId, phase: FetchPhase) -> ReplicaState | None:
+        """The replica if it is a live follower of the assignment in fetcher `phase`, else None."""
+        if not self._are_replicas(follower_id):
+            return None
+        follower = self.replicas[follower_id]
+        if not follower.alive or follower.role is not Role.FOLLOWER or follower.phase is not phase:
+            return None
+        return follower
+
     def _is_true_leader(self, replica_id: ReplicaId) -> bool:
         """The controller's leader, acting in the controller's epoch: only it can write the
         ISR to ZooKeeper (the zkVersion check fails for anyone else)."""
@@ -471,14 +480,8 @@ class ReplicatedPartition:
         admits it to the ISR once it reached the HW and the epoch start (true leader only),
         advances the HW and answers the records from the fetch offset.
         """
-        if not self._are_replicas(follower_id):
-            return False
-        follower = self.replicas[follower_id]
-        if (
-            not follower.alive
-            or follower.role is not Role.FOLLOWER
-            or follower.phase is not FetchPhase.FETCHING
-        ):
+        follower = self._live_follower_in(follower_id, FetchPhase.FETCHING)
+        if follower is None:
             return False
         leader_id = follower.leader
         if follower.fetch_in_flight is not None or leader_id is None:
@@ -556,14 +559,8 @@ class ReplicatedPartition:
         `hw` rule: to its own HW. `epoch` rule: OffsetsForLeaderEpoch with a leader on the
         follower's epoch (KIP-320: any other leader refuses, and the action waits).
         """
-        if not self._are_replicas(follower_id):
-            return False
-        follower = self.replicas[follower_id]
-        if (
-            not follower.alive
-            or follower.role is not Role.FOLLOWER
-            or follower.phase is not FetchPhase.TRUNCATING
-        ):
+        follower = self._live_follower_in(follower_id, FetchPhase.TRUNCATING)
+        if follower is None:
             return False
         if follower.leader is None:
             return False
