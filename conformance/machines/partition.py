@@ -294,60 +294,46 @@ def any_actions(draw: st.DrawFn, state: PartitionState) -> Action:
     return one_replica[kind](replica)
 
 
+METHOD_OF: dict[type, str] = {
+    ProducerSend: "produce",
+    LeaderHandleFetch: "leader_handle_fetch",
+    FollowerHandleFetchResponse: "follower_handle_fetch_response",
+    FollowerTruncate: "follower_truncate",
+    LeaderShrinkIsr: "leader_shrink_isr",
+    ClockTick: "clock_tick",
+    ControllerMoveLeadership: "controller_move_leadership",
+    BrokerCrash: "broker_crash",
+    BrokerRestart: "broker_restart",
+    ReplicaBecomeLeaderOrFollower: "become_leader_or_follower",
+    LeaderAdvanceLogStartOffset: "advance_log_start_offset",
+}
+"""The `PartitionUnderTest` method that performs each spec action; its parameters are the
+action's fields, in order (a produce adds the value, which the spec draws itself)."""
+
+
+def call_of(action: Action, value: int) -> tuple[str, dict[str, object]]:
+    """The `PartitionUnderTest` method that performs `action` and its arguments by name."""
+    method = METHOD_OF.get(type(action))
+    if method is None:
+        raise TypeError(f"not a spec.partition action: {action!r}")
+    arguments: dict[str, object] = {field.name: getattr(action, field.name) for field in fields(action)}
+    if isinstance(action, ProducerSend):
+        arguments["value"] = value
+    return method, arguments
+
+
 def command_text(action: Action, value: int) -> str:
-    """The `PartitionUnderTest` call that performs `action` (a produce carries `value`)."""
-    match action:
-        case ProducerSend(leader=leader, acks=acks):
-            return f"produce(leader={leader}, acks={acks}, value={value})"
-        case LeaderHandleFetch(follower=follower):
-            return f"leader_handle_fetch(follower={follower})"
-        case FollowerHandleFetchResponse(follower=follower):
-            return f"follower_handle_fetch_response(follower={follower})"
-        case FollowerTruncate(follower=follower):
-            return f"follower_truncate(follower={follower})"
-        case LeaderShrinkIsr(leader=leader, follower=follower):
-            return f"leader_shrink_isr(leader={leader}, follower={follower})"
-        case ClockTick():
-            return "clock_tick()"
-        case ControllerMoveLeadership(new_leader=new_leader):
-            return f"controller_move_leadership(new_leader={new_leader})"
-        case BrokerCrash(replica=replica, surviving_end=surviving_end):
-            return f"broker_crash(replica={replica}, surviving_end={surviving_end})"
-        case BrokerRestart(replica=replica):
-            return f"broker_restart(replica={replica})"
-        case ReplicaBecomeLeaderOrFollower(replica=replica):
-            return f"become_leader_or_follower(replica={replica})"
-        case LeaderAdvanceLogStartOffset(leader=leader, new_start=new_start):
-            return f"advance_log_start_offset(leader={leader}, new_start={new_start})"
-    raise TypeError(f"not a spec.partition action: {action!r}")
+    """The call that performs `action`, as text: `produce(leader=0, acks=all, value=3)`."""
+    method, arguments = call_of(action, value)
+    return f"{method}({', '.join(f'{name}={argument}' for name, argument in arguments.items())})"
 
 
 def perform(target: PartitionUnderTest, action: Action, value: int) -> ProduceOutcome | bool | None:
-    """Call the `PartitionUnderTest` method that performs `action` (a produce carries `value`)."""
-    match action:
-        case ProducerSend(leader=leader, acks=acks):
-            return target.produce(leader, acks, value)
-        case LeaderHandleFetch(follower=follower):
-            return target.leader_handle_fetch(follower)
-        case FollowerHandleFetchResponse(follower=follower):
-            return target.follower_handle_fetch_response(follower)
-        case FollowerTruncate(follower=follower):
-            return target.follower_truncate(follower)
-        case LeaderShrinkIsr(leader=leader, follower=follower):
-            return target.leader_shrink_isr(leader, follower)
-        case ClockTick():
-            return target.clock_tick()
-        case ControllerMoveLeadership(new_leader=new_leader):
-            return target.controller_move_leadership(new_leader)
-        case BrokerCrash(replica=replica, surviving_end=surviving_end):
-            return target.broker_crash(replica, surviving_end)
-        case BrokerRestart(replica=replica):
-            return target.broker_restart(replica)
-        case ReplicaBecomeLeaderOrFollower(replica=replica):
-            return target.become_leader_or_follower(replica)
-        case LeaderAdvanceLogStartOffset(leader=leader, new_start=new_start):
-            return target.advance_log_start_offset(leader, new_start)
-    raise TypeError(f"not a spec.partition action: {action!r}")
+    """Call the `PartitionUnderTest` method that performs `action` (a produce carries `value`).
+    Arguments go by position, as the Protocol orders them."""
+    method, arguments = call_of(action, value)
+    answer: ProduceOutcome | bool | None = getattr(target, method)(*arguments.values())
+    return answer
 
 
 # ---------------------------------------------------------------------------------------
