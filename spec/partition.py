@@ -34,6 +34,11 @@ What is abstracted
 Ghost state
     `History` is not part of Kafka; it records what clients were promised (acknowledged
     writes, committed and consumer-visible records) so invariants can say "never lost".
+
+Reading the code
+    `@fast_init`, `@cache_hash` and `replace` come from `spec._frozen`: they only make the
+    model checker's millions of state copies cheaper; the classes read and behave as plain
+    frozen dataclasses.
 """
 
 from __future__ import annotations
