@@ -53,6 +53,18 @@ class KafkaContext:
     sub_via: tuple[str, ...] = ()  # which of assign/subscribe the test used
     committed_info: frozenset[int] = frozenset()  # info sends that must have committed (read elsewhere)
     has_transactions: bool = False  # cross-key cycles (G1c) are searched only then
+    prepared: kafka_checker.Assignments | None = field(default=None, compare=False, repr=False)
+    """`subscriptions` prepared for many keys' checks (made on first use when None)."""
+
+    def assignments(self) -> kafka_checker.Assignments:
+        """`subscriptions` prepared for the per-key checks."""
+        return self.prepared or kafka_checker.Assignments(self.subscriptions)
+
+    def with_committed(self, committed_info: frozenset[int]) -> KafkaContext:
+        """This context for a part that decided its own info calls (keeps the preparation)."""
+        return KafkaContext(
+            self.subscriptions, self.sub_via, committed_info, self.has_transactions, self.assignments()
+        )
 
 
 @dataclass(frozen=True)
@@ -89,6 +101,7 @@ def kafka_context(calls: Iterable[Call]) -> KafkaContext:
         sub_via=tuple(sorted({call.f for call in subscriptions if call.outcome is not Outcome.FAIL})),
         committed_info=kafka_checker.committed_info_calls(data),
         has_transactions=has_transactions,
+        prepared=kafka_checker.Assignments(subscriptions),
     )
 
 
@@ -148,9 +161,10 @@ def check_part(plan: Plan, key_json: str, calls: Sequence[Call]) -> CheckResult:
         context = plan.kafka or KafkaContext()
         result = kafka_checker.check_kafka_key(
             key,
-            [*ordered, *context.subscriptions],
+            ordered,
             sub_via=context.sub_via,
             committed_info=context.committed_info,
+            assignments=context.assignments(),
         )
     else:
         results = linearizability.check_linearizability(

@@ -535,6 +535,7 @@ def _check_parts(
             sub_via=tuple(sorted({call.f for call in subscriptions if call.outcome is not Outcome.FAIL})),
             committed_info=committed or frozenset(),
             has_transactions=CYCLES_PART in parts,
+            prepared=kafka_checker.Assignments(subscriptions),
         )
     for part in sorted(parts):
         calls = [decode_call(payload) for payload in parts[part]]
@@ -549,9 +550,7 @@ def _check_parts(
                 undecided = {decode_call(payload).invoke_index for payload in multi_info.get(part, ())} - own
                 if undecided:
                     yield UNDECIDED, _dumps([part, sorted(undecided)])
-                part_context = KafkaContext(
-                    context.subscriptions, context.sub_via, own, context.has_transactions
-                )
+                part_context = context.with_committed(own)
             part_plan = plan.with_kafka_context(part_context)
         yield RESULT, _dumps(result_to_row(check_part(part_plan, part, calls)))
 

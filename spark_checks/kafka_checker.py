@@ -371,9 +371,12 @@ def split_call(call: Call) -> list[tuple[Key, Call]]:
 
 
 def _single_send_key(call: Call) -> Key | None:
+    return single_send_key(_value_of(call))
+
+
+def single_send_key(value: JsonValue) -> Key | None:
     """The key of a call whose analysed value is exactly one well-formed send (the commonest
     call of all), which `_keys_of` would find the long way; None for any other shape."""
-    value = _value_of(call)
     if value.__class__ is not list or len(value) != 1:
         return None
     mop = value[0]
@@ -385,6 +388,33 @@ def _single_send_key(call: Call) -> Key | None:
     if sent.__class__ is tuple:
         return None
     return _norm_key(mop[1])
+
+
+def plain_poll(value: JsonValue) -> dict[str, Any] | None:
+    """The map of a call whose analysed value is one poll of string keys and lists of pairs
+    (the other common call), from which `split_call` takes its keys: empty when it polled
+    nothing; None for any other shape (`split_call` then finds the keys the long way)."""
+    if not value:
+        return {}  # `_parse` reads nothing from an empty value
+    if value.__class__ is not list or len(value) != 1:
+        return None
+    mop = value[0]
+    if mop.__class__ is not list or not mop or mop[0].__class__ is not str or mop[0] not in _POLL:
+        return None
+    polled = mop[1] if len(mop) > 1 else None
+    if not polled:
+        return {}
+    if polled.__class__ is not dict:
+        return None
+    for k, v in polled.items():
+        if k.__class__ is not str or v.__class__ is not list:
+            return None
+    return polled
+
+
+def restrict_each(value: JsonValue, keys: list[Key]) -> dict[Key, JsonValue]:
+    """`split_call`'s restriction of one of a call's values to each of `keys`."""
+    return _restrict_each(value, keys)
 
 
 def _restrict_each(value: JsonValue, keys: list[Key]) -> dict[Key, JsonValue]:
@@ -549,11 +579,95 @@ class _Collected:
         self.calls = 0
 
 
-def _collect(calls: Iterable[Call], only: Key | None) -> _Collected:
+class Assignments:
+    """The assign/subscribe calls of a history, prepared once for the checks of many keys
+    (`check_kafka_key(..., assignments=...)`): the same results as adding `calls` to every
+    key's part, without walking them all per key.
+
+    Within one key's check a process tracks that key alone, and an assignment matters only
+    if it is one of the process's own, did not fail, and does not name the key: it then ends
+    the tracking before the process's next data call. So each key's walk asks, per data
+    call, whether such an assignment came (in completion order) since the process's previous
+    call: a bisection into the process's assignments, usually answered by the first."""
+
+    __slots__ = ("_named", "calls", "functions", "orders", "values")
+
+    def __init__(self, calls: Iterable[Call]) -> None:
+        self.calls: tuple[Call, ...] = tuple(calls)
+        self.functions = frozenset(call.f for call in self.calls)
+        live = sorted((call for call in self.calls if call.outcome is not _FAIL), key=_order)
+        self.orders: dict[Process, list[int]] = {}  # per process, completion orders, ascending
+        self.values: dict[Process, list[JsonValue]] = {}  # the assignments' analysed values
+        for call in live:
+            self.orders.setdefault(call.process, []).append(_order(call))
+            self.values.setdefault(call.process, []).append(_value_of(call))
+        self._named: dict[tuple[Process, int], frozenset[str]] = {}
+
+    def names(self, process: Process, position: int) -> frozenset[str]:
+        """The keys one assignment names (as strings), computed once for every key's check."""
+        named = self._named.get((process, position))
+        if named is None:
+            value = self.values[process][position]
+            named = frozenset(map(str, value)) if isinstance(value, list) else frozenset()
+            self._named[(process, position)] = named
+        return named
+
+
+class _Pruner:
+    """One key's walk through `Assignments` (see there): where each process stands."""
+
+    __slots__ = ("assignments", "done", "key")
+
+    def __init__(self, assignments: Assignments, key: Key) -> None:
+        self.assignments = assignments
+        self.key = key
+        self.done: dict[Process, int] = {}
+
+    def before(
+        self,
+        call: Call,
+        last_reads: dict[Process, dict[Key, tuple[Call, Any]]],
+        last_sends: dict[Process, dict[Key, tuple[Call, Any]]],
+    ) -> None:
+        """Apply the assignments of `call`'s process that came before it (ties come after, as
+        a stable sort of the part's calls followed by the assignments puts them)."""
+        process = call.process
+        orders = self.assignments.orders.get(process)
+        if orders is None:
+            return
+        start = self.done.get(process, 0)
+        end = bisect_left(orders, _order(call), start)
+        if end == start:
+            return
+        self.done[process] = end
+        reads = last_reads.get(process)
+        sends = last_sends.get(process)
+        if not reads and not sends:
+            return
+        key = self.key
+        names = self.assignments.names
+        for position in range(start, end):
+            if key not in names(process, position):
+                if reads:
+                    reads.pop(key, None)
+                if sends:
+                    sends.pop(key, None)
+                return
+
+
+def _collect(calls: Iterable[Call], only: Key | None, assignments: Assignments | None = None) -> _Collected:
     out = _Collected()
     ordered = list(calls)
     out.calls = len(ordered)
     subscribing = SUBSCRIPTION_FUNCTIONS
+    pruner: _Pruner | None = None
+    if assignments is not None:
+        if only is None or any(call.f in subscribing for call in ordered):
+            ordered.extend(assignments.calls)  # the general way
+        else:
+            out.calls += len(assignments.calls)
+            out.sub_via_seen.update(assignments.functions)
+            pruner = _Pruner(assignments, only)
     if any(call.f in subscribing for call in ordered):
         # An assignment only prunes what its process tracks, and a process tracks keys only
         # through its own data calls here: the assignments of other processes, and failed
@@ -593,6 +707,8 @@ def _collect(calls: Iterable[Call], only: Key | None) -> _Collected:
         writes, reads = _parse(call, only)
         if writes is None and reads is None:
             continue
+        if pruner is not None:
+            pruner.before(call, last_reads, last_sends)
         outcome = call.outcome
         ok = outcome is _OK
         process = call.process
@@ -1270,13 +1386,14 @@ def _check(
     sub_via: Collection[str] | None,
     committed_info: Collection[int] | None,
     max_per_type: int | None,
+    assignments: Assignments | None = None,
 ) -> CheckResult:
     # The analysis allocates millions of small acyclic objects; the cyclic collector would
     # rescan them over and over (~15% of the time) and can free nothing.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _check_all(calls, only, sub_via, committed_info, max_per_type)
+        return _check_all(calls, only, sub_via, committed_info, max_per_type, assignments)
     finally:
         if collecting:
             gc.enable()
@@ -1288,9 +1405,10 @@ def _check_all(
     sub_via: Collection[str] | None,
     committed_info: Collection[int] | None,
     max_per_type: int | None,
+    assignments: Assignments | None,
 ) -> CheckResult:
     started = time.perf_counter()
-    collected = _collect(calls, only)
+    collected = _collect(calls, only, assignments)
     committed = _Committed(collected, committed_info, only)
     found: dict[str, list[Record]] = {}
     g1a_targets: dict[Key, set[Any]] = {}
@@ -1338,12 +1456,14 @@ def check_kafka_key(
     sub_via: Collection[str] | None = None,
     committed_info: Collection[int] | None = None,
     max_per_type: int | None = None,
+    assignments: Assignments | None = None,
 ) -> CheckResult:
     """Check one key's sub-history: the calls touching `key` (whole calls or `split_call`
     pieces) and every assign/subscribe call. Only `key`'s micro-operations are looked at.
     Pass `committed_info=committed_info_calls(history)` to decide `info` sends exactly as
-    `check_kafka` does."""
-    return _check(calls, _norm_key(key), sub_via, committed_info, max_per_type)
+    `check_kafka` does. The assign/subscribe calls may come in `calls` or, prepared once for
+    many keys, as `assignments` (the same result, much faster when there are many keys)."""
+    return _check(calls, _norm_key(key), sub_via, committed_info, max_per_type, assignments)
 
 
 def merge_results(results: Iterable[CheckResult], *, max_per_type: int | None = None) -> CheckResult:

@@ -14,6 +14,7 @@ from spark_checks.history import Call, CheckResult, HistoryError, Outcome, Verdi
 from spark_checks.kafka_checker import (
     ALL_KEYS,
     PER_KEY_ANOMALY_TYPES,
+    Assignments,
     check_kafka,
     check_kafka_key,
     committed_info_calls,
@@ -770,3 +771,57 @@ def test_each_injected_anomaly_alone(anomaly: str) -> None:
     assert anomaly in generator.injected
     assert anomaly in anomalies(result), result.evidence["anomaly_counts"]
     assert anomaly in result.evidence["invalid_because"]
+
+
+def _result_fields(result: CheckResult) -> tuple[Any, ...]:
+    return (result.partition, result.verdict, result.operations, result.evidence, result.conventions)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), n_calls=st.integers(1, 80), n_keys=st.integers(1, 4))
+def test_prepared_assignments_give_the_same_results_as_broadcast_calls(
+    data: st.DataObject, n_calls: int, n_keys: int
+) -> None:
+    # Random calls of three processes: sends, polls and assign/subscribe calls naming random
+    # keys, any outcome, some never completed; each key checked with the assignments in its
+    # part and prepared once.
+    keys = [str(k) for k in range(n_keys)]
+    indices = iter(data.draw(st.permutations(range(2 * n_calls))))
+    calls: list[Call] = []
+    for value in range(n_calls):
+        process = data.draw(st.integers(0, 2))
+        f = data.draw(st.sampled_from(["send", "poll", "poll", "assign", "subscribe"]))
+        outcome = data.draw(st.sampled_from([Outcome.OK, Outcome.OK, Outcome.FAIL, Outcome.INFO]))
+        key = data.draw(st.sampled_from(keys))
+        given: Any
+        done: Any
+        if f == "send":
+            given, done = [["send", key, value]], [["send", key, [value, value]]]
+        elif f == "poll":
+            given, done = [["poll"]], [["poll", {key: [[data.draw(st.integers(0, n_calls)), value]]}]]
+        else:
+            given = done = data.draw(st.lists(st.sampled_from([*keys, int(key)]), max_size=n_keys))
+        first, second = sorted((next(indices), next(indices)))
+        open_ended = outcome is Outcome.INFO and data.draw(st.booleans())
+        calls.append(
+            Call(
+                process,
+                f,
+                given,
+                done if outcome is Outcome.OK else None,
+                outcome,
+                first,
+                None if open_ended else second,
+                completion_value=None if open_ended else done,
+            )
+        )
+    broadcast = [call for call in calls if partition_key(call) is ALL_KEYS]
+    prepared = Assignments(broadcast)
+    parts: dict[str, list[Call]] = {}
+    for call in calls:
+        for key, piece in split_call(call):
+            parts.setdefault(key, []).append(piece)
+    for key, part in parts.items():
+        expected = check_kafka_key(key, part + broadcast, committed_info=frozenset())
+        got = check_kafka_key(key, part, committed_info=frozenset(), assignments=prepared)
+        assert _result_fields(got) == _result_fields(expected)
