@@ -178,6 +178,20 @@ def check_part(plan: Plan, key_json: str, calls: Sequence[Call]) -> CheckResult:
     return _with_seconds(result, time.perf_counter() - started)
 
 
+def check_key_deciding_commits(
+    plan: Plan, context: KafkaContext, key_json: str, calls: Sequence[Call]
+) -> tuple[CheckResult, frozenset[int]]:
+    """`check_part` of one Kafka key's pieces under `context` with its `committed_info` taken
+    from this part alone (`kafka_checker.committed_info_calls(calls)`), and that set: what a
+    distributed engine decides first, in the same pass as the check."""
+    started = time.perf_counter()
+    ordered = sorted(calls, key=lambda call: call.invoke_index)
+    result, own = kafka_checker.check_kafka_key_deciding_commits(
+        json.loads(key_json), ordered, sub_via=context.sub_via, assignments=context.assignments()
+    )
+    return _with_seconds(result, time.perf_counter() - started), own
+
+
 def _check_cycles(plan: Plan, calls: Sequence[Call]) -> CheckResult:
     """G1c / G1c-realtime over the whole transactional history; other anomaly types are
     reported by the per-key parts, so only the cross-key ones are kept here."""

@@ -41,7 +41,7 @@ import itertools
 import json
 import zlib
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Final
@@ -53,6 +53,7 @@ from spark_checks.checking import (
     CYCLES_PART,
     KafkaContext,
     Plan,
+    check_key_deciding_commits,
     check_part,
     split_calls,
 )
@@ -80,6 +81,8 @@ RESULT: Final = 6  # payload = JSON of `result_to_row`
 COMMITTED: Final = 7  # payload = JSON list of info calls' invocation indices that committed
 MULTI_INFO_PIECE: Final = 8  # a PIECE of an info call that sent to several keys
 UNDECIDED: Final = 9  # payload = JSON [part, [multi-key info calls this part did not see commit]]
+PIECES: Final = 10  # part = a Kafka key's part, payload = JSON list of its pieces in a range
+SUBSCRIPTIONS: Final = 11  # payload = JSON list of a range's assign/subscribe calls, to every target
 
 TRANSACTIONS: Final = "transactions"
 
@@ -132,28 +135,33 @@ def _loads(data: bytes) -> Any:
 
 def encode_call(call: Call) -> bytes:
     """A call as compact JSON; `decode_call` gives an equal call back."""
-    same = call.output is call.completion_value or call.output == call.completion_value
-    return _dumps(
-        [
-            call.process,
-            call.f,
-            call.input,
-            call.completion_value,
-            1 if same else 0,
-            None if same else call.output,
-            _OUTCOME_CODES[call.outcome],
-            call.invoke_index,
-            call.complete_index,
-            call.key,
-            call.invoke_time,
-            call.complete_time,
-        ]
-    )
+    return _dumps(_call_fields(call))
 
 
 def decode_call(data: bytes) -> Call:
     """The inverse of `encode_call`."""
-    fields = _loads(data)
+    return _call_from_fields(_loads(data))
+
+
+def _call_fields(call: Call) -> list[Any]:
+    same = call.output is call.completion_value or call.output == call.completion_value
+    return [
+        call.process,
+        call.f,
+        call.input,
+        call.completion_value,
+        1 if same else 0,
+        None if same else call.output,
+        _OUTCOME_CODES[call.outcome],
+        call.invoke_index,
+        call.complete_index,
+        call.key,
+        call.invoke_time,
+        call.complete_time,
+    ]
+
+
+def _call_from_fields(fields: list[Any]) -> Call:
     completion_value = fields[3]
     return Call(
         fields[0],
@@ -167,6 +175,44 @@ def decode_call(data: bytes) -> Call:
         fields[10],
         fields[11],
         completion_value,
+    )
+
+
+# A Kafka piece travels as a list of its fields, without the key (its part's) and without the
+# output, which is the completion's value for an ok call and None otherwise: `split_call`
+# keeps that of every call `range_pairs` makes. One extra trailing field marks an info
+# piece of a call that sent to several keys (MULTI_INFO_PIECE).
+
+
+def _piece_fields(piece: Call) -> list[Any]:
+    return [
+        piece.process,
+        piece.f,
+        piece.input,
+        piece.completion_value,
+        _OUTCOME_CODES[piece.outcome],
+        piece.invoke_index,
+        piece.complete_index,
+        piece.invoke_time,
+        piece.complete_time,
+    ]
+
+
+def _piece_from_fields(fields: list[Any], key: str) -> Call:
+    code = fields[4]
+    done = fields[3]
+    return Call(
+        fields[0],
+        fields[1],
+        fields[2],
+        done if code == "ok" else None,
+        _OUTCOME_BY_CODE[code],
+        fields[5],
+        fields[6],
+        key,
+        fields[7],
+        fields[8],
+        done,
     )
 
 
@@ -331,6 +377,15 @@ def range_calls(path: str, start: int, end: int, source: str, border: RangeBorde
     """The calls whose invocation is on a line starting in [start, end) of a JSON Lines file:
     together over all ranges, exactly the calls `history.pair_calls` makes of the whole file.
     `border` collects the completions this range cannot place (see the module docstring)."""
+    for invocation, completion in range_pairs(path, start, end, source, border):
+        yield _open_call(invocation) if completion is None else _call(invocation, completion)
+
+
+def range_pairs(
+    path: str, start: int, end: int, source: str, border: RangeBorder
+) -> Iterator[tuple[Op, Op | None]]:
+    """`range_calls` as (invocation, completion or None) operations: what a call is made of,
+    for those who need not make it."""
     with open(path, "rb") as handle:
         position = start
         if start > 0:
@@ -366,7 +421,7 @@ def range_calls(path: str, start: int, end: int, source: str, border: RangeBorde
                     Position(source, line=operation[0] + 1),
                     f"{kind.value} for process {process!r} without an open invocation",
                 )
-            yield _call(invocation, operation)
+            yield invocation, operation
         if open_calls and pending is not None:
             # Read on past the end: each open call ends at its process's next line.
             for offset, operation in itertools.chain((pending,), operations):
@@ -376,11 +431,11 @@ def range_calls(path: str, start: int, end: int, source: str, border: RangeBorde
                 if operation[2] is _INVOKE:
                     raise _invokes_while_open(invocation, operation, source)
                 border.claims.append(offset)
-                yield _call(invocation, operation)
+                yield invocation, operation
                 if not open_calls:
                     break
         for invocation in open_calls.values():
-            yield _open_call(invocation)
+            yield invocation, None
 
 
 def range_rows(
@@ -400,45 +455,119 @@ def range_rows(
     first = targets[0]
     border = RangeBorder()
     flags: set[str] = set()
-    kafka = plan.model == "kafka"
-    addresses: dict[str, tuple[str, int]] = {}  # Kafka key -> (part, target): keys repeat
-    try:
-        for call in range_calls(path, start, end, source, border):
-            if kafka:
-                f = call.f
-                if f in kafka_checker.SUBSCRIPTION_FUNCTIONS:
-                    payload = encode_call(call)
-                    for target in targets:
-                        yield target, SUBSCRIPTION, "", payload
-                    continue
-                if f == "txn":
-                    flags.add(TRANSACTIONS)
-                pieces = kafka_checker.split_call(call)
-                kind = PIECE
-                if len(pieces) > 1 and call.outcome is Outcome.INFO and _sends_to_several_keys(call):
-                    kind = MULTI_INFO_PIECE
-                for key, piece in pieces:
-                    address = addresses.get(key)
-                    if address is None:
-                        part = _part_json(key)
-                        address = addresses[key] = part, target_of(part, targets)
-                    if parts is None or address[0] in parts:
-                        yield address[1], kind, address[0], encode_call(piece)
-                if cycles and f in kafka_checker.DATA_FUNCTIONS:
-                    yield target_of(CYCLES_PART, targets), PIECE, CYCLES_PART, encode_call(call)
-                continue
-            for part, piece in split_calls(plan, (call,)):
-                if parts is None or part in parts:
-                    yield target_of(part, targets), PIECE, part, encode_call(piece)
-    except (HistoryError, ValueError, KeyError, TypeError) as error:
-        yield first, ERROR, "", _error_payload(error)
-        return
+    if plan.model == "kafka":
+        failed = yield from _kafka_range_rows(path, start, end, targets, source, cycles, parts, border, flags)
+        if failed:
+            return
+    else:
+        try:
+            for call in range_calls(path, start, end, source, border):
+                for part, piece in split_calls(plan, (call,)):
+                    if parts is None or part in parts:
+                        yield target_of(part, targets), PIECE, part, encode_call(piece)
+        except (HistoryError, ValueError, KeyError, TypeError) as error:
+            yield first, ERROR, "", _error_payload(error)
+            return
     for offset in border.orphans:
         yield first, ORPHAN, "", b"%d" % offset
     for offset in border.claims:
         yield first, CLAIM, "", b"%d" % offset
     if flags:
         yield first, FLAG, "", orjson.dumps(sorted(flags))
+
+
+def _kafka_range_rows(
+    path: str,
+    start: int,
+    end: int,
+    targets: Sequence[int],
+    source: str,
+    cycles: bool,
+    parts: frozenset[str] | None,
+    border: RangeBorder,
+    flags: set[str],
+) -> Generator[Row, None, bool]:
+    """`range_rows` of a Kafka history: per key, one row holding all its pieces in the range
+    (`_piece_fields`), and the range's assign/subscribe calls in one row to every target; a
+    row per call cost more to make, ship and read than its check. Returns whether it ended
+    in an ERROR row."""
+    pieces: dict[str, list[list[Any]]] = {}
+    subscriptions: list[list[Any]] = []
+    whole: list[bytes] = []  # every data call, for the cycle part
+    try:
+        for invocation, completion in range_pairs(path, start, end, source, border):
+            found = None if completion is None else _fast_pieces(invocation, completion)
+            if found is not None:
+                for key, fields in found:
+                    entries = pieces.get(key)
+                    if entries is None:
+                        pieces[key] = [fields]
+                    else:
+                        entries.append(fields)
+                if cycles:
+                    whole.append(encode_call(_call(invocation, completion)))  # type: ignore[arg-type]
+                continue
+            call = _open_call(invocation) if completion is None else _call(invocation, completion)
+            f = call.f
+            if f in kafka_checker.SUBSCRIPTION_FUNCTIONS:
+                subscriptions.append(_call_fields(call))
+                continue
+            if f == "txn":
+                flags.add(TRANSACTIONS)
+            split = kafka_checker.split_call(call)
+            several = len(split) > 1 and call.outcome is Outcome.INFO and _sends_to_several_keys(call)
+            for key, piece in split:
+                fields = _piece_fields(piece)
+                if several:
+                    fields.append(1)
+                pieces.setdefault(key, []).append(fields)
+            if cycles and f in kafka_checker.DATA_FUNCTIONS:
+                whole.append(encode_call(call))
+        rows: list[Row] = []
+        for key, entries in pieces.items():
+            part = _part_json(key)
+            if parts is None or part in parts:
+                rows.append((target_of(part, targets), PIECES, part, _dumps(entries)))
+        if subscriptions:
+            payload = _dumps(subscriptions)
+            rows.extend((target, SUBSCRIPTIONS, "", payload) for target in targets)
+    except (HistoryError, ValueError, KeyError, TypeError) as error:
+        yield targets[0], ERROR, "", _error_payload(error)
+        return True
+    yield from rows
+    if whole:
+        target = target_of(CYCLES_PART, targets)
+        for payload in whole:
+            yield target, PIECE, CYCLES_PART, payload
+    return False
+
+
+def _fast_pieces(invocation: Op, completion: Op) -> list[tuple[str, list[Any]]] | None:
+    """`split_call`'s pieces (as `_piece_fields`) of the two calls that make up most of a
+    history - a send to one key, a poll of string keys - read straight off the operations;
+    None for any other call (`split_call` then makes them)."""
+    f = invocation[3]
+    given = invocation[4]
+    done = completion[4]
+    value = given if done is None else done  # what `split_call` looks at (`_value_of`)
+    head = [invocation[1], f]
+    tail = [completion[2].value, invocation[0], completion[0], invocation[6], completion[6]]
+    if f == "send":
+        key = kafka_checker.single_send_key(value)
+        if key is None:
+            return None
+        return [(key, [*head, given, done, *tail])]
+    if f != "poll":
+        return None
+    polled = kafka_checker.plain_poll(value)
+    if polled is None:
+        return None
+    if len(polled) <= 1:
+        return [(key, [*head, given, done, *tail]) for key in polled]
+    keys = sorted(polled)
+    inputs = kafka_checker.restrict_each(given, keys)
+    outputs = kafka_checker.restrict_each(done, keys)
+    return [(key, [*head, inputs[key], outputs[key], *tail]) for key in keys]
 
 
 @contextmanager
@@ -485,20 +614,27 @@ def check_rows(
     payload). `committed`: the info calls known to have committed (a second run), or None to
     decide it inside each part (exact unless an info call sent to several keys)."""
     parts: dict[str, list[bytes]] = defaultdict(list)
+    blobs: dict[str, list[bytes]] = defaultdict(list)
     multi_info: dict[str, list[bytes]] = defaultdict(list)
     subscriptions: dict[int, Call] = {}
     out: list[OutRow] = []
     orphans: set[bytes] = set()
     claims: set[bytes] = set()
     for kind, part, payload in rows:
-        if kind == PIECE:
+        if kind == PIECES:
+            blobs[part].append(payload)
+        elif kind == PIECE:
             parts[part].append(payload)
         elif kind == MULTI_INFO_PIECE:
             parts[part].append(payload)
             multi_info[part].append(payload)
+        elif kind == SUBSCRIPTIONS:
+            for fields in _loads(payload):
+                call = _call_from_fields(fields)
+                subscriptions[call.invoke_index] = call  # one copy, should targets ever share a task
         elif kind == SUBSCRIPTION:
             call = decode_call(payload)
-            subscriptions[call.invoke_index] = call  # one copy, should targets ever share a task
+            subscriptions[call.invoke_index] = call
         elif kind == ORPHAN:
             orphans.add(payload)
         elif kind == CLAIM:
@@ -513,16 +649,48 @@ def check_rows(
     if any(kind == ERROR for kind, _ in out):
         return out
     try:
-        out.extend(_check_parts(plan, parts, multi_info, list(subscriptions.values()), committed))
+        calls = _Parts(parts, blobs, multi_info)
+        out.extend(_check_parts(plan, calls, list(subscriptions.values()), committed))
     except (HistoryError, ValueError, KeyError, TypeError) as error:
         out.append((ERROR, _error_payload(error)))
     return out
 
 
+class _Parts:
+    """The pieces a stage-2 task got, still encoded: each part is decoded when its turn comes
+    and dropped after, so a task holds one part's calls at a time."""
+
+    def __init__(
+        self,
+        single: dict[str, list[bytes]],
+        blobs: dict[str, list[bytes]],
+        multi_info: dict[str, list[bytes]],
+    ) -> None:
+        self.single = single  # part -> one encoded call each (`encode_call`)
+        self.blobs = blobs  # Kafka part -> lists of pieces (`_piece_fields`)
+        self.multi_info = multi_info  # part -> its MULTI_INFO_PIECE calls, encoded
+
+    def names(self) -> list[str]:
+        return sorted(self.single.keys() | self.blobs.keys())
+
+    def take(self, part: str) -> tuple[list[Call], set[int]]:
+        """The part's calls, and the invocation indices of its multi-key info calls."""
+        calls = [decode_call(payload) for payload in self.single.pop(part, ())]
+        several = {decode_call(payload).invoke_index for payload in self.multi_info.get(part, ())}
+        blobs = self.blobs.pop(part, ())
+        if blobs:
+            key = orjson.loads(part)
+            make = _piece_from_fields
+            for blob in blobs:
+                entries = _loads(blob)
+                calls.extend(make(fields, key) for fields in entries)
+                several.update(fields[5] for fields in entries if len(fields) > 9)
+        return calls, several
+
+
 def _check_parts(
     plan: Plan,
-    parts: dict[str, list[bytes]],
-    multi_info: dict[str, list[bytes]],
+    parts: _Parts,
     subscriptions: list[Call],
     committed: frozenset[int] | None,
 ) -> Iterator[OutRow]:
@@ -534,33 +702,25 @@ def _check_parts(
             subscriptions=tuple(subscriptions),
             sub_via=tuple(sorted({call.f for call in subscriptions if call.outcome is not Outcome.FAIL})),
             committed_info=committed or frozenset(),
-            has_transactions=CYCLES_PART in parts,
+            has_transactions=CYCLES_PART in parts.names(),
             prepared=kafka_checker.Assignments(subscriptions),
         )
-    for part in sorted(parts):
-        calls = [decode_call(payload) for payload in parts[part]]
-        parts[part] = []  # the encoded pieces are no longer needed
+    for part in parts.names():
+        calls, several = parts.take(part)
         part_plan = plan
         if kafka:
             part_context = context
             if committed is None and part != CYCLES_PART:
-                own = _committed_here(calls)
+                result, own = check_key_deciding_commits(plan, context, part, calls)
                 if own:
                     yield COMMITTED, orjson.dumps(sorted(own))
-                undecided = {decode_call(payload).invoke_index for payload in multi_info.get(part, ())} - own
+                undecided = several - own
                 if undecided:
                     yield UNDECIDED, _dumps([part, sorted(undecided)])
-                part_context = context.with_committed(own)
+                yield RESULT, _dumps(result_to_row(result))
+                continue
             part_plan = plan.with_kafka_context(part_context)
         yield RESULT, _dumps(result_to_row(check_part(part_plan, part, calls)))
-
-
-def _committed_here(calls: list[Call]) -> frozenset[int]:
-    # `committed_info_calls` over one key's pieces: the info calls whose send to this key was
-    # read (every read of the key is in its part). Most parts have no info send at all.
-    if not any(call.outcome is Outcome.INFO and call.f != "poll" for call in calls):
-        return frozenset()
-    return kafka_checker.committed_info_calls(calls)
 
 
 # ---------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from spark_checks import distributed
 from spark_checks.checking import Plan
 from spark_checks.engine import VerifyOptions, verify_history
 from spark_checks.history import Call, CheckResult, HistoryError, Operation, OpType, Verdict, pair_calls
+from spark_checks.kafka_checker import split_call
 from spark_checks.kafka_histories import KafkaHistoryBuilder, generate_history
 from spark_checks.readers import open_history, write_jsonl
 
@@ -198,3 +199,72 @@ def test_calls_survive_the_trip_through_bytes():
         "nemesis", "cas", [1, 2**70], {"a": [None, 1.5]}, distributed._OUTCOME_BY_CODE["ok"], 3, 4, "k\ud800"
     )
     assert distributed.decode_call(distributed.encode_call(call)) == call
+
+
+def _pairs_of(path: Path) -> list[tuple[distributed.Op, distributed.Op | None]]:
+    border = distributed.RangeBorder()
+    size = path.stat().st_size
+    return list(distributed.range_pairs(str(path), 0, size, str(path), border))
+
+
+@given(st.integers(0, 2**16), st.sampled_from([0.0, 0.2]), st.sampled_from([0.0, 0.1]))
+@settings(max_examples=20, deadline=None)
+def test_fast_pieces_are_split_calls_pieces(seed, txn_share, fail_share):
+    folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"kafkaspec-distributed-{os.getpid()}"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"pieces-{seed}.jsonl"
+    operations = generate_history(
+        300, 5, seed=seed, txn_share=txn_share, fail_share=fail_share, info_share=fail_share
+    )
+    write_jsonl(path, operations, overwrite=True)
+    try:
+        fast = 0
+        for invocation, completion in _pairs_of(path):
+            if completion is None:
+                continue
+            pieces = distributed._fast_pieces(invocation, completion)
+            if pieces is None:
+                continue
+            fast += 1
+            call = distributed._call(invocation, completion)
+            expected = [(key, distributed._piece_fields(piece)) for key, piece in split_call(call)]
+            assert pieces == expected
+            for key, fields in pieces:
+                assert distributed._piece_from_fields(fields, key) == dict(split_call(call))[key]
+        assert fast
+    finally:
+        path.unlink()
+
+
+@pytest.mark.parametrize(
+    ("given", "done"),
+    [
+        ([["send", 7, 1]], [["send", 7, [0, 1]]]),  # an integer key
+        ([["send", "x", 1]], [["send", "x", 1]]),  # no offset
+        ([["send", "x", 1]], [["send", "x", [0, 1, 2]]]),  # malformed: split_call says so
+        ([["send", "x", 1], ["send", "y", 2]], None),  # two keys
+        ([["poll"]], [["poll", {"x": [[0, 1]], "y": [[3, 4]], "z": []}]]),
+        ([["poll"]], [["poll", {}]]),
+        ([["poll"]], [["poll"]]),
+        ([["poll"]], [["poll", {"x": [[0, 1]]}, "extra"]]),
+        ([["poll"]], [["poll", {"x": "not pairs"}]]),
+        ([["poll"]], [["poll", [["x", 1]]]]),
+        ([["poll"]], [[1, 2]]),
+        ([["poll"]], 5),
+        ([["poll"]], []),
+        ([["poll"]], None),
+    ],
+)
+@pytest.mark.parametrize("kind", [OpType.OK, OpType.FAIL, OpType.INFO])
+def test_fast_pieces_of_odd_shapes(given, done, kind):
+    f = "poll" if given[0][0] == "poll" else "send"
+    invocation = (4, 1, OpType.INVOKE, f, given, None, 10)
+    completion = (5, 1, kind, f, done, None, 11)
+    pieces = distributed._fast_pieces(invocation, completion)
+    call = distributed._call(invocation, completion)
+    try:
+        expected = [(key, distributed._piece_fields(piece)) for key, piece in split_call(call)]
+    except HistoryError:
+        assert pieces is None  # the general way reports it
+        return
+    assert pieces is None or pieces == expected
