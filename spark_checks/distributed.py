@@ -68,7 +68,7 @@ from spark_checks.history import (
     Verdict,
 )
 from spark_checks.readers._common import make_operation
-from spark_checks.readers.jsonl import EXPECTED, decode_line
+from spark_checks.readers.jsonl import _DIGITS_AS_ZERO, _TWENTY_ZEROS, EXPECTED, decode_line
 
 # Row kinds of stage 1 (and of stage 2's output, except PIECE and SUBSCRIPTION).
 PIECE: Final = 0  # part = the part's key JSON, payload = encoded call
@@ -91,9 +91,13 @@ Row = tuple[int, int, str, bytes]
 OutRow = tuple[int, bytes]
 """A stage-2 row: (kind, payload)."""
 
-_INVOKE: Final = OpType.INVOKE
-_INFO_TYPE: Final = OpType.INFO
-_OUTCOMES: Final[dict[OpType, Outcome]] = {t: Outcome(t.value) for t in OpType if t is not OpType.INVOKE}
+# An operation's type travels as its canonical name (one string object per name, from
+# `_TYPES`, so `is` compares them): looking up an enum member hashes it in Python code.
+_TYPES: Final = {t.value: t.value for t in OpType}
+_INVOKE: Final = _TYPES["invoke"]
+_OK_TYPE: Final = _TYPES["ok"]
+_INFO_TYPE: Final = _TYPES["info"]
+_OUTCOMES: Final[dict[str, Outcome]] = {t.value: Outcome(t.value) for t in OpType if t is not OpType.INVOKE}
 _OUTCOME_CODES: Final = {outcome: outcome.value for outcome in Outcome}
 _OUTCOME_BY_CODE: Final = {outcome.value: outcome for outcome in Outcome}
 
@@ -257,11 +261,9 @@ class RangeBorder:
     claims: list[int] = field(default_factory=list)  # completions paired by reading past the end
 
 
-Op = tuple[int, Any, OpType, str, JsonValue, JsonValue, int | None]
+Op = tuple[int, Any, str, str, JsonValue, JsonValue, int | None]
 """An operation as a plain tuple (index, process, type, f, value, key, time): the fields of
-`Operation`, without the frozen dataclass's cost per line."""
-
-_TYPES: Final = {t.value: t for t in OpType}
+`Operation` (the type by its name), without the frozen dataclass's cost per line."""
 
 
 class _Lines:
@@ -279,12 +281,22 @@ class _Lines:
     def read(self, position: int) -> Iterator[tuple[int, Op]]:
         name = self.name
         types = _TYPES
+        loads = orjson.loads
         for raw in self.handle:
             offset = position
             position += len(raw)
-            obj = decode_line(raw, name, None)
-            if obj is None:
-                continue
+            # `decode_line`'s fast path, inline (a call per line costs); anything else, and
+            # every error, takes `decode_line` itself.
+            obj = None
+            if raw.translate(_DIGITS_AS_ZERO).find(_TWENTY_ZEROS) < 0:
+                try:
+                    obj = loads(raw)
+                except orjson.JSONDecodeError:
+                    obj = None
+            if obj.__class__ is not dict:
+                obj = decode_line(raw, name, None)
+                if obj is None:
+                    continue
             self.seen += 1
             # The checks of `make_operation` for the usual field types; it decides the rest.
             get = obj.get
@@ -311,7 +323,7 @@ class _Lines:
                 (
                     operation.index,
                     operation.process,
-                    operation.type,
+                    _TYPES[operation.type.value],
                     operation.f,
                     operation.value,
                     operation.key,
@@ -340,7 +352,7 @@ def _call(invocation: Op, completion: Op) -> Call:
         invocation[1],
         invocation[3],
         invocation[4],
-        completion[4] if kind is OpType.OK else None,
+        completion[4] if kind is _OK_TYPE else None,
         _OUTCOMES[kind],
         invocation[0],
         completion[0],
@@ -419,7 +431,7 @@ def range_pairs(
                     continue  # e.g. a nemesis announcing a fault: not a client operation
                 raise HistoryError(
                     Position(source, line=operation[0] + 1),
-                    f"{kind.value} for process {process!r} without an open invocation",
+                    f"{kind} for process {process!r} without an open invocation",
                 )
             yield invocation, operation
         if open_calls and pending is not None:
@@ -551,7 +563,7 @@ def _fast_pieces(invocation: Op, completion: Op) -> list[tuple[str, list[Any]]] 
     done = completion[4]
     value = given if done is None else done  # what `split_call` looks at (`_value_of`)
     head = [invocation[1], f]
-    tail = [completion[2].value, invocation[0], completion[0], invocation[6], completion[6]]
+    tail = [completion[2], invocation[0], completion[0], invocation[6], completion[6]]
     if f == "send":
         key = kafka_checker.single_send_key(value)
         if key is None:

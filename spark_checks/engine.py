@@ -63,9 +63,13 @@ AUTO_SPARK_BYTES = 256 * 1024 * 1024
 ENGINES = ("auto", "local", "spark")
 
 RANGE_BYTES = 16 * 1024 * 1024
-"""Stage 1 reads the history in byte ranges of about this size (one task each), and stage 2
-has as many tasks: small enough that every core stays busy and a task's pieces fit easily in
-a Python worker, large enough that per-task costs do not matter."""
+"""Stage 1 reads the history in byte ranges of about this size (one task each): small enough
+that every core stays busy, large enough that per-task costs do not matter."""
+
+TARGET_BYTES = 128 * 1024 * 1024
+"""Stage 2 has a task per this many bytes of history (at least one per core). Fewer than
+stage 1: every stage-2 task reads every assign/subscribe call of the history, and a task
+holds its pieces encoded (a fraction of the history's size), decoding one part at a time."""
 
 
 @dataclass(frozen=True)
@@ -233,9 +237,9 @@ def verify_spark(
             lines = Path(folder) / "history.jsonl"
             readers.write_jsonl(lines, operations)
         size = lines.stat().st_size
-        count = max(session.sparkContext.defaultParallelism, math.ceil(size / range_bytes))
-        ranges = distributed.byte_ranges(size, count)
-        targets = _target_values(session, count)
+        cores = session.sparkContext.defaultParallelism
+        ranges = distributed.byte_ranges(size, max(cores, math.ceil(size / range_bytes)))
+        targets = _target_values(session, max(cores, math.ceil(size / TARGET_BYTES)))
         if progress is not None:
             progress(f"pairing, splitting and checking in {len(ranges)} + {len(targets)} tasks")
         gathered = _run(session, plan, str(lines), str(file), ranges, targets)

@@ -661,14 +661,16 @@ def _collect(calls: Iterable[Call], only: Key | None, assignments: Assignments |
     out.calls = len(ordered)
     subscribing = SUBSCRIPTION_FUNCTIONS
     pruner: _Pruner | None = None
+    broadcast = any(call.f in subscribing for call in ordered)
     if assignments is not None:
-        if only is None or any(call.f in subscribing for call in ordered):
+        if only is None or broadcast:
             ordered.extend(assignments.calls)  # the general way
+            broadcast = broadcast or any(call.f in subscribing for call in assignments.calls)
         else:
             out.calls += len(assignments.calls)
             out.sub_via_seen.update(assignments.functions)
             pruner = _Pruner(assignments, only)
-    if any(call.f in subscribing for call in ordered):
+    if broadcast:
         # An assignment only prunes what its process tracks, and a process tracks keys only
         # through its own data calls here: the assignments of other processes, and failed
         # ones, change nothing (they are most of a key's part when there are many keys).

@@ -258,8 +258,8 @@ def test_fast_pieces_are_split_calls_pieces(seed, txn_share, fail_share):
 @pytest.mark.parametrize("kind", [OpType.OK, OpType.FAIL, OpType.INFO])
 def test_fast_pieces_of_odd_shapes(given, done, kind):
     f = "poll" if given[0][0] == "poll" else "send"
-    invocation = (4, 1, OpType.INVOKE, f, given, None, 10)
-    completion = (5, 1, kind, f, done, None, 11)
+    invocation = (4, 1, "invoke", f, given, None, 10)
+    completion = (5, 1, kind.value, f, done, None, 11)
     pieces = distributed._fast_pieces(invocation, completion)
     call = distributed._call(invocation, completion)
     try:
