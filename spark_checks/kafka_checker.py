@@ -390,6 +390,22 @@ def single_send_key(value: JsonValue) -> Key | None:
     return _norm_key(mop[1])
 
 
+def plain_sends(value: JsonValue) -> list[Key] | None:
+    """The keys (distinct, sorted) of a call whose analysed value is only well-formed sends,
+    which `split_call` would find the long way; None for any other shape."""
+    if value.__class__ is not list or not value:
+        return None
+    keys: set[Key] = set()
+    for mop in value:
+        if mop.__class__ is not list or len(mop) != 3 or mop[0].__class__ is not str or mop[0] not in _SEND:
+            return None
+        sent = mop[2]
+        if (sent.__class__ is list and len(sent) != 2) or sent.__class__ is tuple:
+            return None  # malformed: the long way says so
+        keys.add(_norm_key(mop[1]))
+    return sorted(keys)
+
+
 def plain_poll(value: JsonValue) -> dict[str, Any] | None:
     """The map of a call whose analysed value is one poll of string keys and lists of pairs
     (the other common call), from which `split_call` takes its keys: empty when it polled

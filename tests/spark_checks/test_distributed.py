@@ -16,7 +16,16 @@ from hypothesis import strategies as st
 from spark_checks import distributed
 from spark_checks.checking import Plan
 from spark_checks.engine import VerifyOptions, verify_history
-from spark_checks.history import Call, CheckResult, HistoryError, Operation, OpType, Verdict, pair_calls
+from spark_checks.history import (
+    Call,
+    CheckResult,
+    HistoryError,
+    Operation,
+    OpType,
+    Outcome,
+    Verdict,
+    pair_calls,
+)
 from spark_checks.kafka_checker import split_call
 from spark_checks.kafka_histories import KafkaHistoryBuilder, generate_history
 from spark_checks.readers import open_history, write_jsonl
@@ -201,6 +210,22 @@ def test_calls_survive_the_trip_through_bytes():
     assert distributed.decode_call(distributed.encode_call(call)) == call
 
 
+def fast_pieces(invocation: distributed.Op, completion: distributed.Op) -> list[tuple[str, list[Any]]] | None:
+    """`distributed._fast_pieces` as a list of (key, fields) in the order they were added."""
+    added: dict[str, list[list[Any]]] = {}
+    if not distributed._fast_pieces(invocation, completion, added):
+        assert not added
+        return None
+    return [(key, fields) for key, entries in added.items() for fields in entries]
+
+
+def pieces_of(call: Call) -> list[tuple[str, list[Any]]]:
+    """What stage 1 ships of a call the general way (`split_call`, then `_piece_fields`)."""
+    split = split_call(call)
+    several = len(split) > 1 and call.outcome is Outcome.INFO and distributed._sends_to_several_keys(call)
+    return [(key, distributed._piece_fields(piece) + ([1] if several else [])) for key, piece in split]
+
+
 def _pairs_of(path: Path) -> list[tuple[distributed.Op, distributed.Op | None]]:
     border = distributed.RangeBorder()
     size = path.stat().st_size
@@ -222,13 +247,12 @@ def test_fast_pieces_are_split_calls_pieces(seed, txn_share, fail_share):
         for invocation, completion in _pairs_of(path):
             if completion is None:
                 continue
-            pieces = distributed._fast_pieces(invocation, completion)
+            pieces = fast_pieces(invocation, completion)
             if pieces is None:
                 continue
             fast += 1
             call = distributed._call(invocation, completion)
-            expected = [(key, distributed._piece_fields(piece)) for key, piece in split_call(call)]
-            assert pieces == expected
+            assert pieces == pieces_of(call)
             for key, fields in pieces:
                 assert distributed._piece_from_fields(fields, key) == dict(split_call(call))[key]
         assert fast
@@ -243,6 +267,11 @@ def test_fast_pieces_are_split_calls_pieces(seed, txn_share, fail_share):
         ([["send", "x", 1]], [["send", "x", 1]]),  # no offset
         ([["send", "x", 1]], [["send", "x", [0, 1, 2]]]),  # malformed: split_call says so
         ([["send", "x", 1], ["send", "y", 2]], None),  # two keys
+        ([["send", "x", 1], ["send", 7, 2]], [["send", "x", [0, 1]], ["send", 7, [0, 2]]]),
+        ([["send", "x", 1], ["send", "x", 2]], [["send", "x", [0, 1]], ["send", "x", [1, 2]]]),
+        ([["send", "x", 1], ["send", "y", 2]], [["send", "x", [0, 1]], ["send", "y", [0, 2, 3]]]),
+        ([["send", "x", 1], ["poll"]], [["send", "x", [0, 1]], ["poll", {"x": [[0, 1]]}]]),
+        ([["send", "x", 1], ["send", "y"]], None),
         ([["poll"]], [["poll", {"x": [[0, 1]], "y": [[3, 4]], "z": []}]]),
         ([["poll"]], [["poll", {}]]),
         ([["poll"]], [["poll"]]),
@@ -260,10 +289,10 @@ def test_fast_pieces_of_odd_shapes(given, done, kind):
     f = "poll" if given[0][0] == "poll" else "send"
     invocation = (4, 1, "invoke", f, given, None, 10)
     completion = (5, 1, kind.value, f, done, None, 11)
-    pieces = distributed._fast_pieces(invocation, completion)
+    pieces = fast_pieces(invocation, completion)
     call = distributed._call(invocation, completion)
     try:
-        expected = [(key, distributed._piece_fields(piece)) for key, piece in split_call(call)]
+        expected = pieces_of(call)
     except HistoryError:
         assert pieces is None  # the general way reports it
         return
