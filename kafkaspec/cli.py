@@ -36,6 +36,7 @@ from spec.scenarios import (
     Scenario,
     ScenarioOutcome,
     apply_overrides,
+    default_workers,
     override_keys,
     run_scenario,
 )
@@ -184,6 +185,13 @@ def _print_outcome(console: Console, outcome: ScenarioOutcome, show_trace: bool)
     metavar="KEY=VALUE",
     help="Override a configuration key (see `kafkaspec scenarios`). Repeatable.",
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=default_workers(),
+    show_default=True,
+    help="Processes exploring each large level (same result with any number).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.option("--no-trace", is_flag=True, help="Do not print counterexample traces.")
 def check_command(
@@ -191,6 +199,7 @@ def check_command(
     check_all: bool,
     max_depth: int,
     settings: tuple[str, ...],
+    workers: int,
     as_json: bool,
     no_trace: bool,
 ) -> None:
@@ -217,7 +226,7 @@ def check_command(
     with _progress(Console(stderr=True), sys.stderr.isatty() and not as_json) as progress_for:
         for scenario in chosen:
             outcome = run_scenario(
-                scenario, max_depth, overrides, _state_counter(progress_for(scenario.name))
+                scenario, max_depth, overrides, _state_counter(progress_for(scenario.name)), workers
             )
             outcomes.append(outcome)
             if not as_json:

@@ -14,19 +14,35 @@ classes stay ordinary frozen, slotted dataclasses, and equality, hashing, constr
 * `replace`: `dataclasses.replace` looks up the class's fields and checks each one on
   every call; this one generates, once per class, a function that passes the unchanged
   fields straight to the constructor (as `namedtuple._replace` does).
+* `memoized`: for pure functions of frozen values that the checker calls with the same
+  arguments over and over (the same log truncated at the same offset in thousands of
+  interleavings). Besides skipping the work, equal results become the *same* object, so
+  their hash is computed once and comparing two states that share them is an identity test.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
 T = TypeVar("T")
 D = TypeVar("D", bound="DataclassInstance")
+P = ParamSpec("P")
+
+MEMO_SIZE = 1 << 16
+"""Entries each memoized function keeps (least recently used dropped first): enough for the
+scenarios' state spaces, bounded so a long run does not grow without limit."""
+
+
+def memoized(function: Callable[P, T]) -> Callable[P, T]:
+    """`functools.lru_cache(maxsize=MEMO_SIZE)` that keeps `function`'s signature for the
+    type checker. Only for pure functions whose arguments are all hashable values."""
+    return cast("Callable[P, T]", lru_cache(maxsize=MEMO_SIZE)(function))
 
 
 def _compile(name: str, source: str, namespace: dict[str, Any]) -> Callable[..., Any]:

@@ -26,16 +26,36 @@ Symmetry
     invariant under the symmetry; the partition spec has none to exploit (elections follow
     the replica assignment order), so it passes none.
 
+Two cores (`workers`)
+    With `workers=N`, once a level's frontier is large enough the checker forks N-1 helper
+    processes. Every process keeps a full copy of the explored graph; each level, process r
+    expands the frontier states at positions r, r+N, r+2N, ... and checks invariants on what
+    it found new, then all exchange only the *names* of their new states (frontier position,
+    candidate-action ordinal): a few integers, never a pickled state. Each process then
+    rebuilds the states the others found by applying that one action (about a third of the
+    cost of finding them) and merges everything in sequential order: by (frontier position,
+    ordinal). The merge admits exactly the states the one-process search admits, with the same
+    indices, parents and actions, so the counts, the counterexample and the witnesses are
+    identical (the first violation in that order is the sequential checker's first: a state
+    new to the search is new to the process that generated it). Helpers are ordinary forks
+    of the checking process (POSIX only; elsewhere the check runs in one process).
+
 Modelled on TLC's breadth-first mode and stateright's `spawn_bfs`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import heapq
+import os
 import time
-from collections.abc import Callable, Hashable, Iterable, Mapping
+import traceback
+import warnings
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from multiprocessing.connection import Connection, Pipe
+from typing import Any, Generic, TypeVar
 
 State = TypeVar("State", bound=Hashable)
 Action = TypeVar("Action")
@@ -101,24 +121,36 @@ def _first_failing(properties: Mapping[str, Callable[[State], bool]], state: Sta
     return None
 
 
+PARALLEL_FROM = 2048
+"""Smallest frontier worth forking helpers for: below it a level takes milliseconds."""
+
+
 def check(
     model: Model[State, Action],
     max_depth: int,
     max_states: int | None = None,
     progress: ProgressCallback | None = None,
+    workers: int = 1,
+    parallel_from: int = PARALLEL_FROM,
 ) -> CheckResult[State, Action]:
     """Explore `model` breadth first up to `max_depth` steps and return the result.
 
     Stops at the first violation (its trace is a shortest one), when the state space is
-    exhausted, at the depth bound, or after `max_states` distinct states.
+    exhausted, at the depth bound, or after `max_states` distinct states. `workers` > 1
+    explores the levels whose frontier has at least `parallel_from` states in that many
+    processes, with the same result (see "Two cores" above).
     """
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    if not hasattr(os, "fork"):
+        workers = 1
     # Every state reached is kept until the end, so the cyclic garbage collector would
     # traverse an ever larger heap again and again (about a tenth of the run) to find
     # nothing: immutable states hold no reference cycles. Pause it while exploring.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _explore(model, max_depth, max_states, progress)
+        return _explore(model, max_depth, max_states, progress, workers, parallel_from)
     finally:
         if collecting:
             gc.enable()
@@ -129,6 +161,8 @@ def _explore(
     max_depth: int,
     max_states: int | None,
     progress: ProgressCallback | None,
+    workers: int,
+    parallel_from: int,
 ) -> CheckResult[State, Action]:
     started = time.perf_counter()
     key_of: Callable[[State], Hashable] = model.canonical or (lambda state: state)
@@ -195,6 +229,18 @@ def _explore(
     step_properties = tuple(model.step_properties.items())
     depth = 0
     while frontier and depth < max_depth:
+        if workers > 1 and len(frontier) >= parallel_from:
+            graph = _Graph(states, parents, via, index_of, witnesses_left, witnesses_reached, transitions)
+            with _Team.fork(workers) as team:
+                outcome = _explore_in_parallel(
+                    model, team, graph, frontier, depth, max_depth, max_states, progress
+                )
+            transitions = graph.transitions
+            if outcome.violation is not None:
+                return finish(outcome.violation, outcome.depth, False)
+            if outcome.stopped:
+                return finish(None, outcome.depth, False)
+            return finish(None, outcome.depth, outcome.complete)
         depth += 1
         next_frontier: list[int] = []
         for parent in frontier:
@@ -223,3 +269,285 @@ def _explore(
                 progress(len(states), depth)
         frontier = next_frontier
     return finish(None, depth, not frontier)
+
+
+# ---------------------------------------------------------------------------------------
+# Several processes (see "Two cores" in the module docstring)
+# ---------------------------------------------------------------------------------------
+
+Key = tuple[int, int]
+"""Where a transition is in the sequential order: (frontier position, candidate ordinal)."""
+
+
+@dataclass
+class _Graph(Generic[State, Action]):
+    """The explored graph as each process keeps it; the search appends to it."""
+
+    states: list[State]
+    parents: list[int]
+    via: list[Action | None]
+    index_of: dict[Hashable, int]
+    witnesses_left: dict[str, Callable[[State], bool]]
+    witnesses_reached: dict[str, bool]
+    transitions: int
+
+    def trace_to(self, index: int) -> tuple[TraceStep[State, Action], ...]:
+        steps: list[TraceStep[State, Action]] = []
+        while index >= 0:
+            steps.append(TraceStep(self.via[index], self.states[index]))
+            index = self.parents[index]
+        return tuple(reversed(steps))
+
+
+@dataclass(frozen=True)
+class _Share:
+    """What one process found in its share of a level, without the states themselves."""
+
+    # (position, ordinal, enabled transitions of that position up to it) of each state new
+    # to this process, in order
+    found: list[tuple[int, int, int]]
+    enabled: dict[int, int]  # position -> enabled transitions, for the positions finished
+    # the first violation: (position, ordinal, enabled transitions up to it, kind, property)
+    violation: tuple[int, int, int, str, str] | None
+    witnesses: dict[str, Key]  # witness -> key of the first new state that meets it
+
+
+@dataclass(frozen=True)
+class _Outcome(Generic[State, Action]):
+    violation: Violation[State, Action] | None
+    depth: int
+    stopped: bool = False  # max_states reached
+    complete: bool = False
+
+
+class _Team:
+    """This process and its forked helpers: rank 0 is the caller, helpers have ranks 1..N-1.
+
+    Used as a context manager: a helper leaves the `with` block only through `os._exit`, so
+    it never returns into the caller's code; the caller closes the pipes (a helper still
+    waiting then exits) and reaps the helpers.
+    """
+
+    def __init__(self, rank: int, size: int, connections: list[Connection], pids: list[int]) -> None:
+        self.rank = rank
+        self.size = size
+        self._connections = connections  # rank 0: one per helper; a helper: the one to rank 0
+        self._pids = pids
+
+    @classmethod
+    def fork(cls, size: int) -> _Team:
+        pipes = [Pipe() for _ in range(size - 1)]
+        pids: list[int] = []
+        for rank in range(1, size):
+            with warnings.catch_warnings():
+                # Python 3.12+ warns about fork in a multi-threaded process (a progress
+                # spinner's thread): the helper only computes and talks over its pipe.
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = os.fork()
+            if pid == 0:
+                mine = pipes[rank - 1][1]
+                for index, (parent_end, child_end) in enumerate(pipes):
+                    parent_end.close()
+                    if index != rank - 1:
+                        child_end.close()
+                return cls(rank, size, [mine], [])
+            pids.append(pid)
+        for _, child_end in pipes:
+            child_end.close()
+        return cls(0, size, [parent_end for parent_end, _ in pipes], pids)
+
+    def exchange(self, share: _Share) -> list[_Share]:
+        """Every process's share of this level, in rank order."""
+        if self.rank:
+            connection = self._connections[0]
+            connection.send(("share", share))
+            shares: list[_Share] = connection.recv()
+            return shares
+        everyone = [share]
+        for rank, connection in enumerate(self._connections, start=1):
+            try:
+                kind, payload = connection.recv()
+            except EOFError:
+                raise RuntimeError(f"model checker helper {rank} died") from None
+            if kind == "error":
+                raise RuntimeError(f"model checker helper {rank} failed:\n{payload}")
+            everyone.append(payload)
+        for connection in self._connections:
+            connection.send(everyone)
+        return everyone
+
+    def __enter__(self) -> _Team:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, _: Any) -> None:
+        if self.rank:
+            code = 0
+            if error is not None and not isinstance(error, EOFError):  # EOF: the caller is gone
+                code = 1
+                with contextlib.suppress(OSError):  # the caller may be gone already
+                    self._connections[0].send(("error", "".join(traceback.format_exception(error))))
+            os._exit(code)
+        for connection in self._connections:
+            connection.close()
+        for pid in self._pids:
+            os.waitpid(pid, 0)
+
+
+def _expand_share(
+    model: Model[State, Action], graph: _Graph[State, Action], frontier: Sequence[int], team: _Team
+) -> tuple[_Share, dict[Key, tuple[Action, State]]]:
+    """Expand the frontier positions of this process (rank, rank + size, ...) as the
+    one-process search would, stopping at the first violation."""
+    candidate_actions, step, canonical = model.candidate_actions, model.step, model.canonical
+    step_properties = tuple(model.step_properties.items())
+    states, index_of = graph.states, graph.index_of
+    witnesses = dict(graph.witnesses_left)
+    fresh: set[Hashable] = set()
+    found: list[tuple[int, int, int]] = []
+    own: dict[Key, tuple[Action, State]] = {}
+    enabled: dict[int, int] = {}
+    first_witness: dict[str, Key] = {}
+
+    def share(violation: tuple[int, int, int, str, str] | None = None) -> _Share:
+        return _Share(found, enabled, violation, first_witness)
+
+    for position in range(team.rank, len(frontier), team.size):
+        state = states[frontier[position]]
+        count = 0
+        for ordinal, action in enumerate(candidate_actions(state)):
+            successor = step(state, action)
+            if successor is None:
+                continue
+            count += 1
+            for name, holds in step_properties:
+                if not holds(state, successor):
+                    return share((position, ordinal, count, "step", name)), own
+            key = successor if canonical is None else canonical(successor)
+            if key in index_of or key in fresh:
+                continue
+            fresh.add(key)
+            found.append((position, ordinal, count))
+            own[position, ordinal] = (action, successor)
+            if witnesses:
+                for name, reached in list(witnesses.items()):
+                    if reached(successor):
+                        first_witness[name] = (position, ordinal)
+                        del witnesses[name]
+            failing = _first_failing(model.invariants, successor)
+            if failing is not None:
+                return share((position, ordinal, count, "invariant", failing)), own
+        enabled[position] = count
+    return share(), own
+
+
+def _tagged(found: list[tuple[int, int, int]], rank: int) -> Iterator[tuple[int, int, int, int]]:
+    for position, ordinal, count in found:
+        yield position, ordinal, count, rank
+
+
+class _Successors(Generic[State, Action]):
+    """The successor at a (position, ordinal) of this level: the one this process found, or
+    the same action applied here to the frontier state another process expanded (a state's
+    candidate actions are the same in every process)."""
+
+    def __init__(
+        self,
+        model: Model[State, Action],
+        graph: _Graph[State, Action],
+        frontier: list[int],
+        own: dict[Key, tuple[Action, State]],
+    ) -> None:
+        self._model, self._graph, self._frontier, self._own = model, graph, frontier, own
+        self._candidates: dict[int, list[Action]] = {}
+
+    def __call__(self, position: int, ordinal: int) -> tuple[Action, State]:
+        found = self._own.get((position, ordinal))
+        if found is not None:
+            return found
+        parent = self._graph.states[self._frontier[position]]
+        if position not in self._candidates:
+            self._candidates[position] = list(self._model.candidate_actions(parent))
+        action = self._candidates[position][ordinal]
+        successor = self._model.step(parent, action)
+        assert successor is not None, "another process took an action that is not enabled here"
+        return action, successor
+
+
+def _explore_in_parallel(
+    model: Model[State, Action],
+    team: _Team,
+    graph: _Graph[State, Action],
+    frontier: list[int],
+    depth: int,
+    max_depth: int,
+    max_states: int | None,
+    progress: ProgressCallback | None,
+) -> _Outcome[State, Action]:
+    """The remaining levels, explored by every process of `team` (each runs this)."""
+    canonical = model.canonical
+    while frontier and depth < max_depth:
+        depth += 1
+        share, own = _expand_share(model, graph, frontier, team)
+        shares = team.exchange(share)
+        violations = [found.violation for found in shares if found.violation is not None]
+        violation = min(violations) if violations else None
+        limit: Key | None = violation[:2] if violation else None
+        successor_at = _Successors(model, graph, frontier, own)
+
+        # Admit the new states in the sequential order: by (position, ordinal) across shares.
+        merged = heapq.merge(*(_tagged(found.found, rank) for rank, found in enumerate(shares)))
+        next_frontier: list[int] = []
+        stop: tuple[int, int, int] | None = None
+        for position, ordinal, count, _ in merged:
+            if limit is not None and (position, ordinal) > limit:
+                break
+            action, successor = successor_at(position, ordinal)
+            key = successor if canonical is None else canonical(successor)
+            index = len(graph.states)
+            if graph.index_of.setdefault(key, index) != index:
+                continue
+            graph.states.append(successor)
+            graph.parents.append(frontier[position])
+            graph.via.append(action)
+            next_frontier.append(index)
+            if max_states is not None and len(graph.states) >= max_states:
+                stop = (position, ordinal, count)
+                limit = (position, ordinal)
+                break
+        _account(graph, shares, stop or (violation[:3] if violation else None), limit)
+        if progress is not None and team.rank == 0:
+            progress(len(graph.states), depth)
+
+        if violation is not None and (stop is None or violation[:2] <= stop[:2]):
+            position, ordinal, _, kind, name = violation
+            action, successor = successor_at(position, ordinal)
+            if kind == "step":
+                trace = (*graph.trace_to(frontier[position]), TraceStep(action, successor))
+            else:
+                trace = graph.trace_to(
+                    graph.index_of[successor if canonical is None else canonical(successor)]
+                )
+            return _Outcome(Violation(name, kind, trace), depth)
+        if stop is not None:
+            return _Outcome(None, depth, stopped=True)
+        frontier = next_frontier
+    return _Outcome(None, depth, complete=not frontier)
+
+
+def _account(
+    graph: _Graph[State, Action], shares: list[_Share], end: tuple[int, int, int] | None, limit: Key | None
+) -> None:
+    """Count the level's transitions and witnesses up to where the one-process search
+    stops: `end` is (position, ordinal, enabled transitions of that position up to it)."""
+    enabled: dict[int, int] = {}
+    for found in shares:
+        enabled.update(found.enabled)
+    if end is None:
+        graph.transitions += sum(enabled.values())
+    else:
+        graph.transitions += sum(n for position, n in enabled.items() if position < end[0]) + end[2]
+    for name in list(graph.witnesses_left):
+        keys = [found.witnesses[name] for found in shares if name in found.witnesses]
+        if keys and (limit is None or min(keys) <= limit):
+            graph.witnesses_reached[name] = True
+            del graph.witnesses_left[name]

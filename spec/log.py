@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import pairwise
 
-from spec._frozen import cache_hash, fast_init, replace
+from spec._frozen import cache_hash, fast_init, memoized, replace
 from spec.types import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, EpochEntry, Record
 
 EpochCache = tuple[EpochEntry, ...]
@@ -180,6 +180,7 @@ def truncate_cache_from_start(cache: EpochCache, start_offset: int) -> EpochCach
 # ---------------------------------------------------------------------------------------
 
 
+@memoized
 def append(log: ReplicaLog, records: tuple[Record, ...]) -> ReplicaLog:
     """Append records at the log end, recording each new epoch in the epoch cache."""
     if not records:
@@ -193,6 +194,7 @@ def append(log: ReplicaLog, records: tuple[Record, ...]) -> ReplicaLog:
     return replace(log, records=log.records + records, epoch_cache=cache)
 
 
+@memoized
 def begin_leader_epoch(log: ReplicaLog, epoch: int) -> ReplicaLog:
     """A replica becoming leader records that `epoch` starts at its LEO (KAFKA-7415), so
     followers asking about older epochs learn where they end even before it appends."""
@@ -200,6 +202,7 @@ def begin_leader_epoch(log: ReplicaLog, epoch: int) -> ReplicaLog:
     return log if cache is log.epoch_cache else replace(log, epoch_cache=cache)
 
 
+@memoized
 def truncate_to(log: ReplicaLog, offset: int) -> ReplicaLog:
     """Remove every record at or above `offset` (`UnifiedLog.truncateTo`).
 
@@ -229,12 +232,14 @@ def truncate_fully_and_start_at(log: ReplicaLog, offset: int) -> ReplicaLog:
     return ReplicaLog(log_start_offset=offset, records=(), high_watermark=offset, epoch_cache=())
 
 
+@memoized
 def with_high_watermark(log: ReplicaLog, high_watermark: int) -> ReplicaLog:
     """Set the high watermark, clamped to [log start, LEO] as `updateHighWatermark` does."""
     clamped = min(max(high_watermark, log.log_start_offset), log.log_end_offset)
     return log if clamped == log.high_watermark else replace(log, high_watermark=clamped)
 
 
+@memoized
 def advance_log_start_offset(log: ReplicaLog, new_start: int) -> ReplicaLog:
     """Delete records below `new_start` (retention, segment deletion, DeleteRecords).
 

@@ -51,7 +51,7 @@ from itertools import combinations
 from typing import Any
 
 from spec import isr as isr_rules
-from spec._frozen import cache_hash, fast_init, replace
+from spec._frozen import cache_hash, fast_init, memoized, replace
 from spec.log import (
     EMPTY_LOG,
     ReplicaLog,
@@ -739,7 +739,7 @@ def broker_crash(
     lossy = action.surviving_end < replica.log.log_end_offset
     if lossy and history.lossy_crashes >= config.max_lossy_crashes:
         return None
-    crashed = Replica(alive=False, log=recover_after_crash(replica.log, action.surviving_end))
+    crashed = _crashed_replica(replica.log, action.surviving_end)
     replicas = (*state.replicas[: action.replica], crashed, *state.replicas[action.replica + 1 :])
     controller = state.controller
     isr = controller.isr - {action.replica} if len(controller.isr) > 1 else controller.isr
@@ -749,13 +749,23 @@ def broker_crash(
         leader, isr, unclean = _elect_offline_leader(config, isr, lambda broker: replicas[broker].alive)
     if (leader, isr) != (controller.leader, controller.isr):
         controller = ControllerState(leader, controller.leader_epoch + 1, isr, controller.elections_moved)
-    history = replace(
+    return PartitionState(replicas, controller, _history_after_crash(history, lossy, unclean))
+
+
+@memoized
+def _crashed_replica(log: ReplicaLog, surviving_end: int) -> Replica:
+    """A dead broker's replica: nothing in memory, the log its disk kept."""
+    return Replica(alive=False, log=recover_after_crash(log, surviving_end))
+
+
+@memoized
+def _history_after_crash(history: History, lossy: bool, unclean: bool) -> History:
+    return replace(
         history,
         crashes=history.crashes + 1,
         lossy_crashes=history.lossy_crashes + int(lossy),
         unclean_elections=history.unclean_elections + int(unclean),
     )
-    return PartitionState(replicas, controller, history)
 
 
 def broker_restart(
@@ -804,13 +814,7 @@ def replica_become_leader_or_follower(
     if not replica.alive or replica.leader_epoch >= controller.leader_epoch:
         return None
     if controller.leader == action.replica:
-        cap = _lag_cap(config)
-        progress = tuple(
-            None
-            if member == action.replica
-            else FollowerProgress(None, 0 if member in controller.isr else cap)
-            for member in config.replica_ids
-        )
+        progress = _fresh_progress(config, action.replica, controller.isr)
         waiting = replica.waiting_acks_all if replica.role is Role.LEADER else ()
         leader = Replica(
             alive=True,
@@ -827,15 +831,34 @@ def replica_become_leader_or_follower(
         return _record_visibility(
             _advance_leader_high_watermark(config, state, action.replica), action.replica
         )
-    follower = Replica(
+    follower = _new_follower(replica.log, controller.leader_epoch, controller.leader)
+    return _with_replica(state, action.replica, follower)
+
+
+@memoized
+def _new_follower(log: ReplicaLog, leader_epoch: int, leader: ReplicaId | None) -> Replica:
+    """A replica that just became a follower: it must truncate before it fetches."""
+    return Replica(
         alive=True,
-        log=replica.log,
-        leader_epoch=controller.leader_epoch,
+        log=log,
+        leader_epoch=leader_epoch,
         role=Role.FOLLOWER,
-        leader=controller.leader,
+        leader=leader,
         phase=FetchPhase.TRUNCATING,
     )
-    return _with_replica(state, action.replica, follower)
+
+
+@memoized
+def _fresh_progress(
+    config: PartitionConfig, leader: ReplicaId, isr: frozenset[ReplicaId]
+) -> tuple[FollowerProgress | None, ...]:
+    """A new leader's view of its followers: no fetch yet in this epoch; ISR members start
+    caught up, the others lagging."""
+    cap = _lag_cap(config)
+    return tuple(
+        None if member == leader else FollowerProgress(None, 0 if member in isr else cap)
+        for member in config.replica_ids
+    )
 
 
 def leader_advance_log_start_offset(
@@ -860,47 +883,88 @@ def leader_advance_log_start_offset(
 # ---------------------------------------------------------------------------------------
 
 
+@fast_init
+@dataclass(frozen=True, slots=True)
+class _ActionTable:
+    """Every action object one configuration can take, built once: action values are
+    immutable, so the checker can offer the same objects in every state."""
+
+    restart: tuple[BrokerRestart, ...]
+    produce: tuple[tuple[ProducerSend, ...], ...]
+    shrink: tuple[tuple[LeaderShrinkIsr | None, ...], ...]
+    fetch_response: tuple[FollowerHandleFetchResponse, ...]
+    fetch: tuple[LeaderHandleFetch, ...]
+    truncate: tuple[FollowerTruncate, ...]
+    become: tuple[ReplicaBecomeLeaderOrFollower, ...]
+    move: tuple[ControllerMoveLeadership, ...]
+    tick: ClockTick
+
+
+@memoized
+def _action_table(config: PartitionConfig) -> _ActionTable:
+    replicas = config.replica_ids
+    return _ActionTable(
+        restart=tuple(BrokerRestart(r) for r in replicas),
+        produce=tuple(tuple(ProducerSend(r, acks) for acks in config.producer_acks) for r in replicas),
+        shrink=tuple(tuple(LeaderShrinkIsr(r, f) if f != r else None for f in replicas) for r in replicas),
+        fetch_response=tuple(FollowerHandleFetchResponse(r) for r in replicas),
+        fetch=tuple(LeaderHandleFetch(r) for r in replicas),
+        truncate=tuple(FollowerTruncate(r) for r in replicas),
+        become=tuple(ReplicaBecomeLeaderOrFollower(r) for r in replicas),
+        move=tuple(ControllerMoveLeadership(r) for r in replicas),
+        tick=ClockTick(),
+    )
+
+
+# Actions with an offset argument: one object per (replica, offset) in use, not per possible offset
+# (the reference runs with unbounded logs).
+_crash_action = memoized(BrokerCrash)
+_retention_action = memoized(LeaderAdvanceLogStartOffset)
+
+
 def candidate_actions(config: PartitionConfig, state: PartitionState) -> Iterator[Action]:
     """The actions worth trying in `state`: a cheap superset of the enabled ones (it skips
     actions whose actor is plainly in the wrong role); `step` applies the full guards."""
+    actions = _action_table(config)
     history = state.history
     controller = state.controller
     may_crash = history.crashes < config.max_crashes
     lossy_allowed = history.lossy_crashes < config.max_lossy_crashes
     may_move = config.controller_elections and controller.elections_moved < config.max_leader_moves
-    for index, replica in enumerate(state.replicas):
-        replica_id = ReplicaId(index)
+    for replica_id, replica in enumerate(state.replicas):
         if not replica.alive:
-            yield BrokerRestart(replica_id)
+            yield actions.restart[replica_id]
             continue
         if replica.role is Role.LEADER:
             if history.next_value < config.max_records:
-                for acks in config.producer_acks:
-                    yield ProducerSend(replica_id, acks)
+                yield from actions.produce[replica_id]
+            shrink = actions.shrink[replica_id]
             for follower in replica.isr:
-                if follower != replica_id:
-                    yield LeaderShrinkIsr(replica_id, follower)
+                action = shrink[follower]
+                if action is not None:
+                    yield action
             if config.retention:
-                for new_start in range(replica.log.log_start_offset + 1, replica.log.high_watermark + 1):
-                    yield LeaderAdvanceLogStartOffset(replica_id, new_start)
+                start, high_watermark = replica.log.log_start_offset, replica.log.high_watermark
+                for new_start in range(start + 1, high_watermark + 1):
+                    yield _retention_action(replica_id, new_start)
         elif replica.role is Role.FOLLOWER:
             if replica.fetch_in_flight is not None:
-                yield FollowerHandleFetchResponse(replica_id)
+                yield actions.fetch_response[replica_id]
             elif replica.phase is FetchPhase.FETCHING:
-                yield LeaderHandleFetch(replica_id)
+                yield actions.fetch[replica_id]
             else:
-                yield FollowerTruncate(replica_id)
+                yield actions.truncate[replica_id]
         if replica.leader_epoch < controller.leader_epoch:
-            yield ReplicaBecomeLeaderOrFollower(replica_id)
+            yield actions.become[replica_id]
         if may_crash:
             log = replica.log
             first_end = log.log_start_offset if lossy_allowed else log.log_end_offset
             for surviving_end in range(first_end, log.log_end_offset + 1):
-                yield BrokerCrash(replica_id, surviving_end)
+                yield _crash_action(replica_id, surviving_end)
         if may_move and replica_id in controller.isr and replica_id != controller.leader:
-            yield ControllerMoveLeadership(replica_id)
+            yield actions.move[replica_id]
     if _time_matters(config, state):
-        yield ClockTick()
+        yield actions.tick
 
 
 _ACTION_FUNCTIONS: dict[type, Callable[[PartitionConfig, PartitionState, Any], PartitionState | None]] = {
@@ -938,8 +1002,13 @@ def _leader_holds(state: PartitionState, entries: frozenset[tuple[int, int]]) ->
     leader_id = true_leader(state)
     if leader_id is None:
         return True
-    log = state.replicas[leader_id].log
-    floor = max(log.log_start_offset, state.history.retention_floor)
+    return _log_holds(state.replicas[leader_id].log, state.history.retention_floor, entries)
+
+
+@memoized
+def _log_holds(log: ReplicaLog, retention_floor: int, entries: frozenset[tuple[int, int]]) -> bool:
+    """`log` holds every (offset, value) of `entries` at or above the retention floor."""
+    floor = max(log.log_start_offset, retention_floor)
     for offset, value in entries:
         if offset < floor:
             continue

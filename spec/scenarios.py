@@ -10,6 +10,7 @@ Configuration keys (`--set key=value`) use Kafka's names where Kafka has one.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
@@ -252,13 +253,22 @@ class ScenarioOutcome:
         return self.found == self.scenario.expected and not self.missing_witnesses
 
 
+def default_workers() -> int:
+    """Processes for a check: the cores this process may use, at most four (each process
+    also rebuilds what the others found, so more cores give less and less)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(cores, 4))
+
+
 def run_scenario(
     scenario: Scenario,
     max_depth: int = DEFAULT_MAX_DEPTH,
     overrides: Mapping[str, str] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    workers: int = 1,
 ) -> ScenarioOutcome:
-    """Check one scenario (with optional `--set` overrides) and report the outcome."""
+    """Check one scenario (with optional `--set` overrides) and report the outcome; the
+    result does not depend on `workers` (see `spec.checker`)."""
     config = apply_overrides(scenario.config, overrides or {})
     model = model_for(config, scenario.invariants, scenario.witnesses)
-    return ScenarioOutcome(scenario, config, check(model, max_depth, progress=progress))
+    return ScenarioOutcome(scenario, config, check(model, max_depth, progress=progress, workers=workers))

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
-from spec.checker import Model, check
+import pytest
+
+from spec.checker import CheckResult, Model, check
+from spec.scenarios import SCENARIOS, model_for
 
 
 @dataclass(frozen=True)
@@ -145,3 +150,109 @@ def test_a_violating_initial_state_is_reported_with_a_one_state_trace():
     assert result.violation is not None
     assert len(result.violation.trace) == 1
     assert result.distinct_states == 1
+
+
+# ---------------------------------------------------------------------------------------
+# Several processes: the same result as one, whatever the model and the bounds
+# ---------------------------------------------------------------------------------------
+
+
+def summary(result: CheckResult[Any, Any]) -> tuple[object, ...]:
+    """Everything a run reports except its timings."""
+    violation = result.violation
+    found = None if violation is None else (violation.property_name, violation.kind, violation.trace)
+    return (
+        found,
+        result.distinct_states,
+        result.transitions,
+        result.depth,
+        result.complete,
+        dict(result.witnesses_reached),
+    )
+
+
+def grid_model(**extra: object) -> Model[tuple[int, int, int], int]:
+    """Three counters up to 6 (343 states, many paths to each): big enough for several levels."""
+
+    def moves(state: tuple[int, int, int]) -> Iterator[int]:
+        yield from (0, 1, 2, 3)
+
+    def bump(state: tuple[int, int, int], which: int) -> tuple[int, int, int] | None:
+        if which == 3:  # reset the first counter: paths converge
+            return (0, state[1], state[2]) if state[0] else None
+        if state[which] >= 6:
+            return None
+        return tuple(value + (index == which) for index, value in enumerate(state))  # type: ignore[return-value]
+
+    parts: dict[str, Any] = {"invariants": {}, **extra}
+    return Model(initial_states=((0, 0, 0),), candidate_actions=moves, step=bump, **parts)
+
+
+PARALLEL_CASES: dict[str, Callable[[], tuple[Model[Any, Any], dict[str, Any]]]] = {
+    "counterexample": lambda: (jug_model(), {"max_depth": 20}),
+    "step property": lambda: (
+        jug_model(step_properties={"never_empty_big": lambda b, a: not (b.big and not a.big)}),
+        {"max_depth": 20},
+    ),
+    "witnesses": lambda: (
+        jug_model(witnesses={"both_full": lambda s: s == Jugs(3, 5), "impossible": lambda s: s.big > 5}),
+        {"max_depth": 3},
+    ),
+    "exhausted": lambda: (grid_model(), {"max_depth": 100}),
+    "depth bound": lambda: (grid_model(), {"max_depth": 7}),
+    "max states": lambda: (grid_model(), {"max_depth": 100, "max_states": 100}),
+    "late invariant": lambda: (
+        grid_model(invariants={"sum_below_12": lambda s: sum(s) < 12}),
+        {"max_depth": 100},
+    ),
+    "invariant and witness": lambda: (
+        grid_model(
+            invariants={"sum_below_9": lambda s: sum(s) < 9},
+            witnesses={"two_fives": lambda s: s[:2] == (5, 5)},
+        ),
+        {"max_depth": 100},
+    ),
+    "symmetry": lambda: (grid_model(canonical=lambda s: tuple(sorted(s))), {"max_depth": 100}),
+}
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+@pytest.mark.parametrize("case", sorted(PARALLEL_CASES))
+def test_several_processes_find_exactly_what_one_finds(case: str, workers: int) -> None:
+    model, bounds = PARALLEL_CASES[case]()
+    alone: CheckResult[Any, Any] = check(model, **bounds)
+    together: CheckResult[Any, Any] = check(model, workers=workers, parallel_from=1, **bounds)
+    assert summary(together) == summary(alone)
+
+
+@pytest.mark.parametrize("scenario", [scenario.name for scenario in SCENARIOS])
+def test_scenarios_checked_in_two_processes_match_one(scenario: str) -> None:
+    chosen = next(candidate for candidate in SCENARIOS if candidate.name == scenario)
+    model = model_for(chosen.config, chosen.invariants, chosen.witnesses)
+    depth = 9  # every counterexample (at most 11 steps) or a few thousand states, quickly
+    alone = check(model, depth)
+    together = check(model, depth, workers=2, parallel_from=1)  # every level in two processes
+    assert summary(together) == summary(alone)
+
+
+def test_a_helper_that_fails_is_reported_by_the_caller() -> None:
+    caller = os.getpid()
+
+    def step(state: tuple[int, int, int], which: int) -> tuple[int, int, int] | None:
+        if os.getpid() != caller and state == (1, 1, 0):
+            raise ValueError("broken step in a helper")
+        return grid_model().step(state, which)
+
+    model = Model(
+        initial_states=((0, 0, 0),),
+        candidate_actions=grid_model().candidate_actions,
+        step=step,
+        invariants={},
+    )
+    with pytest.raises(RuntimeError, match=r"helper 1 failed(.|\n)*broken step in a helper"):
+        check(model, max_depth=10, workers=2, parallel_from=1)
+
+
+def test_workers_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="workers must be at least 1"):
+        check(jug_model(), max_depth=3, workers=0)
