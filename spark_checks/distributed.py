@@ -67,6 +67,7 @@ from spark_checks.history import (
     Outcome,
     Position,
     Verdict,
+    new_call,
 )
 from spark_checks.readers._common import make_operation
 from spark_checks.readers.jsonl import _DIGITS_AS_ZERO, _TWENTY_ZEROS, EXPECTED, decode_line
@@ -218,7 +219,7 @@ def _piece_fields(piece: Call) -> list[Any]:
 def _piece_from_fields(fields: list[Any], key: str) -> Call:
     code = fields[4]
     done = fields[3]
-    return Call(
+    return new_call(
         fields[0],
         fields[1],
         fields[2],
@@ -361,7 +362,7 @@ class _Lines:
 
 def _call(invocation: Op, completion: Op) -> Call:
     kind = completion[2]
-    return Call(
+    return new_call(
         invocation[1],
         invocation[3],
         invocation[4],
@@ -377,7 +378,7 @@ def _call(invocation: Op, completion: Op) -> Call:
 
 
 def _open_call(invocation: Op) -> Call:
-    return Call(
+    return new_call(
         invocation[1],
         invocation[3],
         invocation[4],
@@ -387,6 +388,8 @@ def _open_call(invocation: Op) -> Call:
         None,
         invocation[5],
         invocation[6],
+        None,
+        None,
     )
 
 

@@ -20,9 +20,9 @@ Every reader produces `Operation`s; every checker consumes `Call`s. Bad input ra
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, fields
+from typing import Any, Final
 
 JsonValue = Any
 """A JSON-like value: None, bool, int, float, str, list or dict with str keys."""
@@ -116,6 +116,66 @@ class Call:
     """The completion's value whatever its type (`output` is only set for `ok`). Jepsen's
     Kafka analysis reads `fail`/`info` completions too: a failed transaction's polls, an
     indeterminate send's known offsets. None when there was no completion."""
+
+
+NewCall = Callable[
+    [
+        Process,
+        str,
+        JsonValue,
+        JsonValue,
+        Outcome,
+        int,
+        int | None,
+        JsonValue,
+        int | None,
+        int | None,
+        JsonValue,
+    ],
+    Call,
+]
+
+
+def _call_maker() -> NewCall:
+    if tuple(Call.__slots__) != tuple(field.name for field in fields(Call)):  # pragma: no cover
+        raise AssertionError("Call's slots are not its fields in order")
+    s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10 = (getattr(Call, name).__set__ for name in Call.__slots__)
+    new = object.__new__
+
+    def new_call(
+        process: Process,
+        f: str,
+        given: JsonValue,
+        output: JsonValue,
+        outcome: Outcome,
+        invoke_index: int,
+        complete_index: int | None,
+        key: JsonValue,
+        invoke_time: int | None,
+        complete_time: int | None,
+        completion_value: JsonValue,
+    ) -> Call:
+        call: Call = new(Call)
+        s0(call, process)
+        s1(call, f)
+        s2(call, given)
+        s3(call, output)
+        s4(call, outcome)
+        s5(call, invoke_index)
+        s6(call, complete_index)
+        s7(call, key)
+        s8(call, invoke_time)
+        s9(call, complete_time)
+        s10(call, completion_value)
+        return call
+
+    return new_call
+
+
+new_call: Final = _call_maker()
+"""`Call(...)` with every field given in order, at about half the cost, for the engines that
+make one per call of a history: the frozen dataclass's `__init__` sets each field through
+`object.__setattr__`; this sets the slots directly (the descriptors, from closure cells)."""
 
 
 def pair_calls(operations: Iterable[Operation], source: str = "<history>") -> Iterator[Call]:

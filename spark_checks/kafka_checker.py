@@ -128,6 +128,7 @@ from spark_checks.history import (
     Position,
     Process,
     Verdict,
+    new_call,
 )
 
 Key = str
@@ -452,9 +453,9 @@ def _restrict_each(value: JsonValue, keys: list[Key]) -> dict[Key, JsonValue]:
 
 
 def _piece(call: Call, key: Key, given: JsonValue, output: JsonValue, completion_value: JsonValue) -> Call:
-    # The constructor directly: `dataclasses.replace` costs several times more, once per call
+    # A constructor directly: `dataclasses.replace` costs several times more, once per call
     # of every history.
-    return Call(
+    return new_call(
         call.process,
         call.f,
         given,

@@ -24,6 +24,7 @@ from spark_checks.history import (
     OpType,
     Outcome,
     Verdict,
+    new_call,
     pair_calls,
 )
 from spark_checks.kafka_checker import split_call
@@ -297,3 +298,12 @@ def test_fast_pieces_of_odd_shapes(given, done, kind):
         assert pieces is None  # the general way reports it
         return
     assert pieces is None or pieces == expected
+
+
+def test_new_call_makes_the_same_call_as_the_constructor():
+    fields = ("nemesis", "cas", [1, 2], {"a": None}, Outcome.FAIL, 3, None, "k", 5, None, [7])
+    made = new_call(*fields)
+    assert made == Call(*fields)
+    assert repr(made) == repr(Call(*fields))
+    with pytest.raises(AttributeError):
+        made.f = "read"  # type: ignore[misc]  # still frozen
