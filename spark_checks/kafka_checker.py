@@ -257,6 +257,22 @@ def _parse(call: Call, only: Key | None) -> tuple[Writes | None, Reads | None]:
     want_reads = f != "send"
     writes: Writes | None = None
     reads: Reads | None = None
+    if only is not None and value.__class__ is list and len(value) == 1:
+        # Fast path, one key's piece of a plain send or poll (nearly every call a per-key
+        # check sees); any other shape goes the long way.
+        mop = value[0]
+        if mop.__class__ is list and len(mop) > 1 and mop[0].__class__ is str:
+            name = mop[0]
+            polled = mop[1]
+            if name in _POLL and polled.__class__ is dict and len(polled) == 1:
+                for raw_key, pairs in polled.items():
+                    if raw_key.__class__ is str and pairs.__class__ is list:
+                        return None, ({raw_key: pairs} if want_reads else None)
+            elif name in _SEND and len(mop) == 3:
+                key = mop[1] if mop[1].__class__ is str else str(mop[1])
+                sent = mop[2]
+                if sent.__class__ is list and len(sent) == 2:
+                    return ({key: [(sent[0], sent[1])]} if want_writes and key == only else None), None
     try:
         if want_reads and only is None and len(value) == 1:
             # Fast path, a single poll whose keys are already strings: its map is the reads.
