@@ -267,7 +267,7 @@ def _parse(call: Call, only: Key | None) -> tuple[Writes | None, Reads | None]:
             if name in _POLL and polled.__class__ is dict and len(polled) == 1:
                 for raw_key, pairs in polled.items():
                     if raw_key.__class__ is str and pairs.__class__ is list:
-                        return None, ({raw_key: pairs} if want_reads else None)
+                        return None, ({raw_key: pairs} if want_reads and raw_key == only else None)
             elif name in _SEND and len(mop) == 3:
                 key = mop[1] if mop[1].__class__ is str else str(mop[1])
                 sent = mop[2]
