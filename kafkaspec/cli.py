@@ -237,6 +237,7 @@ def check_command(
             json.dumps(
                 {
                     "max_depth": max_depth,
+                    "workers": workers,
                     "overrides": overrides,
                     "scenarios": [render.outcome_json(outcome) for outcome in outcomes],
                 },

@@ -133,3 +133,24 @@ def test_conformance_command_exit_codes(capsys):
     assert code == 2
     assert out == ""
     assert err.startswith("kafkaspec: error: --target no_such_module:factory")
+
+
+def test_check_gives_the_same_answer_with_any_number_of_workers(capsys):
+    documents = []
+    for workers in ("1", "2"):
+        code, out, _ = run_cli(capsys, "check", "hw-truncation-divergence", "--json", "--workers", workers)
+        assert code == 1
+        (entry,) = json.loads(out)["scenarios"]
+        for timing in ("seconds", "states_per_second", "seconds_to_counterexample"):
+            entry.pop(timing)
+        documents.append(entry)
+    assert documents[0] == documents[1]
+    assert documents[0]["states"] > 10_000  # large enough that the levels ran in two processes
+
+
+@pytest.mark.parametrize("value", ["0", "two"])
+def test_check_refuses_a_bad_worker_count(capsys, value):
+    code, _, err = run_cli(capsys, "check", "acks1-loss", "--workers", value)
+    assert code == 2
+    assert "--workers" in err
+    assert "Traceback" not in err

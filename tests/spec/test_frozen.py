@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from spec import log, partition
-from spec._frozen import cache_hash, fast_init, replace
+from spec._frozen import cache_hash, fast_init, memoized, replace
 from spec.checker import Model, check
 from spec.log import EMPTY_LOG, ReplicaLog, append, truncate_to
 from spec.partition import (
@@ -136,3 +136,23 @@ def test_check_pauses_the_garbage_collector_and_restores_it():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_memoized_functions_answer_as_the_plain_function_and_share_equal_results():
+    calls: list[tuple[int, int]] = []
+
+    @memoized
+    def pair(first: int, second: int) -> tuple[int, int]:
+        calls.append((first, second))
+        return (first, second)
+
+    assert pair(1, 2) == (1, 2)
+    assert pair(1, 2) is pair(1, 2)  # one object for equal arguments
+    assert calls == [(1, 2)]
+    # The spec's memoized log operations: equal logs give the very same result object,
+    # whose hash is then computed once.
+    grown = append(EMPTY_LOG, (Record(0, 1), Record(0, 2)))
+    same = ReplicaLog(0, (Record(0, 1), Record(0, 2)), 0, (EpochEntry(0, 0),))
+    assert same == grown and same is not grown
+    assert truncate_to(grown, 1) is truncate_to(same, 1)
+    assert truncate_to(grown, 1) == ReplicaLog(0, (Record(0, 1),), 0, (EpochEntry(0, 0),))
