@@ -114,8 +114,8 @@ ProgressCallback = Callable[[int, int], None]
 """Called now and then with (distinct states so far, current depth)."""
 
 
-def _first_failing(properties: Mapping[str, Callable[[State], bool]], state: State) -> str | None:
-    for name, holds in properties.items():
+def _first_failing(properties: Iterable[tuple[str, Callable[[State], bool]]], state: State) -> str | None:
+    for name, holds in properties:
         if not holds(state):
             return name
     return None
@@ -172,6 +172,7 @@ def _explore(
     via: list[Action | None] = []
     witnesses_left = dict(model.witnesses)
     witnesses_reached = dict.fromkeys(model.witnesses, False)
+    invariants = tuple(model.invariants.items())
     transitions = 0
 
     def trace_to(index: int) -> tuple[TraceStep[State, Action], ...]:
@@ -208,7 +209,7 @@ def _explore(
                 if reached(state):
                     witnesses_reached[name] = True
                     del witnesses_left[name]
-        failing = _first_failing(model.invariants, state)
+        failing = _first_failing(invariants, state)
         if failing is not None:
             return index, Violation(failing, "invariant", trace_to(index))
         return index, None
@@ -400,6 +401,7 @@ def _expand_share(
     one-process search would, stopping at the first violation."""
     candidate_actions, step, canonical = model.candidate_actions, model.step, model.canonical
     step_properties = tuple(model.step_properties.items())
+    invariants = tuple(model.invariants.items())
     states, index_of = graph.states, graph.index_of
     witnesses = dict(graph.witnesses_left)
     fresh: set[Hashable] = set()
@@ -433,7 +435,7 @@ def _expand_share(
                     if reached(successor):
                         first_witness[name] = (position, ordinal)
                         del witnesses[name]
-            failing = _first_failing(model.invariants, successor)
+            failing = _first_failing(invariants, successor)
             if failing is not None:
                 return share((position, ordinal, count, "invariant", failing)), own
         enabled[position] = count

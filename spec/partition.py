@@ -76,6 +76,7 @@ from spec.types import UNDEFINED_EPOCH, Acks, ErrorCode, Record, ReplicaId, Trun
 # ---------------------------------------------------------------------------------------
 
 
+@cache_hash  # the checker looks up per-configuration tables in every state
 @fast_init
 @dataclass(frozen=True, slots=True)
 class PartitionConfig:
@@ -93,6 +94,7 @@ class PartitionConfig:
     max_lossy_crashes: int = 0  # bound: crashes that lose the unflushed suffix of the log
     controller_elections: bool = True  # explore preferred/reassignment elections
     retention: bool = False  # explore retention moving the log start offset
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def replica_ids(self) -> range:
@@ -1022,7 +1024,10 @@ def high_watermark_within_log(state: PartitionState) -> bool:
     """Every replica has log start <= HW <= LEO, non-decreasing record epochs and a strictly
     increasing epoch cache. Holds because HW updates are clamped to the log and truncation
     lowers the HW with the LEO."""
-    return all(log_is_well_formed(replica.log) for replica in state.replicas)
+    for replica in state.replicas:  # a loop, not all(...): this runs for every state checked
+        if not log_is_well_formed(replica.log):
+            return False
+    return True
 
 
 def leader_in_isr(state: PartitionState) -> bool:
@@ -1034,11 +1039,10 @@ def leader_in_isr(state: PartitionState) -> bool:
         return False
     if controller.leader is not None and controller.leader not in controller.isr:
         return False
-    return all(
-        replica_id in replica.isr
-        for replica_id, replica in enumerate(state.replicas)
-        if replica.alive and replica.role is Role.LEADER
-    )
+    for replica_id, replica in enumerate(state.replicas):
+        if replica.alive and replica.role is Role.LEADER and replica_id not in replica.isr:
+            return False
+    return True
 
 
 def committed_records_survive(state: PartitionState) -> bool:
@@ -1100,7 +1104,10 @@ def replicas_agree_on_epoch_offsets(state: PartitionState) -> bool:
     """Log matching: two replicas that hold a record with the same offset and epoch hold the
     same record there and the same records before it. Holds because one epoch has one
     leader, that leader only appends, and followers copy its records with their epochs."""
-    return all(_logs_match(first.log, second.log) for first, second in combinations(state.replicas, 2))
+    for first, second in combinations(state.replicas, 2):
+        if not _logs_match(first.log, second.log):
+            return False
+    return True
 
 
 def followers_are_prefix_of_leader(state: PartitionState) -> bool:
@@ -1128,7 +1135,11 @@ def followers_are_prefix_of_leader(state: PartitionState) -> bool:
 
 def controller_epoch_is_newest(state: PartitionState) -> bool:
     """No broker has applied an epoch the controller has not created."""
-    return all(replica.leader_epoch <= state.controller.leader_epoch for replica in state.replicas)
+    newest = state.controller.leader_epoch
+    for replica in state.replicas:
+        if replica.leader_epoch > newest:
+            return False
+    return True
 
 
 Invariant = Callable[[PartitionState], bool]
@@ -1157,6 +1168,8 @@ def leader_epochs_only_grow(before: PartitionState, after: PartitionState) -> bo
     to an older epoch (a restarted broker starts from UNDEFINED and relearns it)."""
     if after.controller.leader_epoch < before.controller.leader_epoch:
         return False
+    if after.replicas is before.replicas:
+        return True
     for old, new in zip(before.replicas, after.replicas, strict=True):
         if new is not old and old.alive and new.alive and new.leader_epoch < old.leader_epoch:
             return False
