@@ -39,6 +39,7 @@ from __future__ import annotations
 import gc
 import itertools
 import json
+import os
 import pickle
 import zlib
 from collections import defaultdict
@@ -179,6 +180,21 @@ def _call_fields(call: Call) -> list[Any]:
     ]
 
 
+def _subscription_fields(call: Call) -> list[Any]:
+    """`_call_fields` of an assign/subscribe call, whose invocation and completion usually
+    carry the same list of keys: then both fields hold one object, which `_pack` writes once
+    (every stage-2 task reads every assignment of the history)."""
+    fields = _call_fields(call)
+    given, done = fields[2], fields[3]
+    if given.__class__ is list and done.__class__ is list and given is not done:
+        try:
+            if pickle.dumps(given) == pickle.dumps(done):  # equal, types and all (1 != True here)
+                fields[2] = done
+        except (pickle.PicklingError, TypeError, ValueError):  # pragma: no cover - JSON values pickle
+            pass
+    return fields
+
+
 def _call_from_fields(fields: list[Any]) -> Call:
     completion_value = fields[3]
     return Call(
@@ -280,6 +296,18 @@ Op = tuple[int, Any, str, str, JsonValue, JsonValue, int | None]
 `Operation` (the type by its name), without the frozen dataclass's cost per line."""
 
 
+_CHECKED_BYTES: Final = 1 << 20
+
+
+def _clean_until(descriptor: int, offset: int) -> int:
+    """How far from `offset` a file holds no run of 20 digits (`decode_line` must decode the
+    lines with one itself: orjson reads such an integer as a float), checked a block at a
+    time: a line that ends by the returned offset holds none."""
+    data = os.pread(descriptor, _CHECKED_BYTES, offset)
+    found = data.translate(_DIGITS_AS_ZERO).find(_TWENTY_ZEROS)
+    return offset + (len(data) if found < 0 else found)
+
+
 class _Lines:
     """The operations of a file's lines from a byte offset on, with each line's offset and the
     ordinal an operation without `index` gets (counting the non-blank lines before the range
@@ -296,13 +324,18 @@ class _Lines:
         name = self.name
         types = _TYPES
         loads = orjson.loads
-        for raw in self.handle:
+        handle = self.handle
+        clean_end = position  # lines ending by here hold no run of 20 digits
+        for raw in handle:
             offset = position
             position += len(raw)
-            # `decode_line`'s fast path, inline (a call per line costs); anything else, and
-            # every error, takes `decode_line` itself.
+            if position > clean_end:
+                clean_end = _clean_until(handle.fileno(), offset)
+            # `decode_line`'s fast path, inline (a call per line costs, and so did its check
+            # for long integers, now made per block); anything else, and every error, takes
+            # `decode_line` itself.
             obj = None
-            if raw.translate(_DIGITS_AS_ZERO).find(_TWENTY_ZEROS) < 0:
+            if position <= clean_end:
                 try:
                     obj = loads(raw)
                 except orjson.JSONDecodeError:
@@ -531,7 +564,7 @@ def _kafka_range_rows(
             call = _open_call(invocation) if completion is None else _call(invocation, completion)
             f = call.f
             if f in kafka_checker.SUBSCRIPTION_FUNCTIONS:
-                subscriptions.append(_call_fields(call))
+                subscriptions.append(_subscription_fields(call))
                 continue
             if f == "txn":
                 flags.add(TRANSACTIONS)

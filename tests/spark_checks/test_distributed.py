@@ -307,3 +307,42 @@ def test_new_call_makes_the_same_call_as_the_constructor():
     assert repr(made) == repr(Call(*fields))
     with pytest.raises(AttributeError):
         made.f = "read"  # type: ignore[misc]  # still frozen
+
+
+@pytest.mark.parametrize(
+    ("given", "done", "shared"),
+    [
+        ([1, 2], [1, 2], True),
+        ([1, 2], [1, 3], False),
+        ([1], [True], False),
+        ([1], [1.0], False),
+        (None, [1], False),
+    ],
+)
+def test_an_assignment_travels_with_its_keys_once_and_comes_back_equal(given, done, shared):
+    call = Call(3, "assign", given, done, Outcome.OK, 1, 2, None, 5, 6, done)
+    [fields] = distributed._unpack(distributed._pack([distributed._subscription_fields(call)]))
+    back = distributed._call_from_fields(fields)
+    assert back == call
+    assert [type(v) for v in back.input or []] == [type(v) for v in given or []]
+    assert (back.input is back.completion_value) is shared
+
+
+@pytest.mark.parametrize("block", [1, 7, 64, 1 << 20])
+def test_long_integers_are_read_exactly_whatever_the_blocks(tmp_path, monkeypatch, block):
+    # orjson would read these as floats; the blocks checked for runs of 20 digits must send
+    # each such line, wherever it falls, the standard library's way.
+    monkeypatch.setattr(distributed, "_CHECKED_BYTES", block)
+    path = tmp_path / "history.jsonl"
+    operations = []
+    for index in range(0, 40, 2):
+        value = 2**70 + index if index % 6 == 0 else index
+        operations.append(Operation(index, index % 3, OpType.INVOKE, "write", value))
+        operations.append(Operation(index + 1, index % 3, OpType.OK, "write", value))
+    write_jsonl(path, operations)
+    expected = whole_file_calls(path)
+    assert any(call.input == 2**70 for call in expected)
+    for count in (1, 3, 17):
+        calls = calls_by_ranges(path, count)[0]
+        assert calls == expected
+        assert [type(call.input) for call in calls] == [type(call.input) for call in expected]
