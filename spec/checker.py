@@ -362,8 +362,8 @@ class _Team:
         if self.rank:
             connection = self._connections[0]
             connection.send(("share", share))
-            shares: list[_Share] = connection.recv()
-            return shares
+            others: list[_Share | None] = connection.recv()
+            return [share if found is None else found for found in others]
         everyone = [share]
         for rank, connection in enumerate(self._connections, start=1):
             try:
@@ -373,8 +373,9 @@ class _Team:
             if kind == "error":
                 raise RuntimeError(f"model checker helper {rank} failed:\n{payload}")
             everyone.append(payload)
-        for connection in self._connections:
-            connection.send(everyone)
+        for rank, connection in enumerate(self._connections, start=1):
+            # Each helper has its own share already: send it the others' only.
+            connection.send([None if index == rank else found for index, found in enumerate(everyone)])
         return everyone
 
     def __enter__(self) -> _Team:
@@ -460,7 +461,9 @@ class _Successors(Generic[State, Action]):
         own: dict[Key, tuple[Action, State]],
     ) -> None:
         self._model, self._graph, self._frontier, self._own = model, graph, frontier, own
-        self._candidates: dict[int, list[Action]] = {}
+        # Per position, the candidate actions listed so far and the rest still to list:
+        # ordinals only grow within a position, so most lists stop short of the end.
+        self._candidates: dict[int, tuple[list[Action], Iterator[Action]]] = {}
 
     def __call__(self, position: int, ordinal: int) -> tuple[Action, State]:
         found = self._own.get((position, ordinal))
@@ -468,8 +471,11 @@ class _Successors(Generic[State, Action]):
             return found
         parent = self._graph.states[self._frontier[position]]
         if position not in self._candidates:
-            self._candidates[position] = list(self._model.candidate_actions(parent))
-        action = self._candidates[position][ordinal]
+            self._candidates[position] = ([], iter(self._model.candidate_actions(parent)))
+        listed, rest = self._candidates[position]
+        while len(listed) <= ordinal:
+            listed.append(next(rest))
+        action = listed[ordinal]
         successor = self._model.step(parent, action)
         assert successor is not None, "another process took an action that is not enabled here"
         return action, successor

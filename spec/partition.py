@@ -429,7 +429,7 @@ def _record_visibility(state: PartitionState, leader_id: ReplicaId) -> Partition
     log = state.replicas[leader_id].log
     if log.high_watermark == log.log_start_offset:
         return state
-    readable = frozenset((offset, record.value) for offset, record in readable_records(log))
+    readable = _readable_entries(log)
     history = state.history
     newly_consumable = not readable <= history.consumable
     newly_committed = not readable <= history.committed and _is_true_leader(state, leader_id)
@@ -441,6 +441,12 @@ def _record_visibility(state: PartitionState, leader_id: ReplicaId) -> Partition
         committed=history.committed | readable if newly_committed else history.committed,
     )
     return PartitionState(state.replicas, state.controller, history)
+
+
+@memoized
+def _readable_entries(log: ReplicaLog) -> frozenset[tuple[int, int]]:
+    """(offset, value) of every record a consumer may read from `log` (below its HW)."""
+    return frozenset((offset, record.value) for offset, record in readable_records(log))
 
 
 def _elect_offline_leader(
