@@ -96,18 +96,26 @@ def fast_init(cls: type[D]) -> type[D]:
     return cls
 
 
-def cache_hash(cls: type[T]) -> type[T]:
+def cache_hash(cls: type[D]) -> type[D]:
     """Make a frozen, slotted dataclass with a `_hash: int | None` field (init=False,
-    compare=False) compute its generated `__hash__` once per instance."""
-    compute: Callable[[Any], int] = cls.__hash__
-
-    def cached(self: Any) -> int:
-        value: int | None = self._hash
-        if value is None:
-            value = compute(self)
-            object.__setattr__(self, "_hash", value)
-        return value
-
+    compare=False) compute its hash once per instance: the hash of the tuple of its compared
+    fields, as the dataclass's generated `__hash__` computes it (generated here with the
+    caching inline, so a first hash costs one call, not two)."""
+    # dataclasses' rule for which fields the hash covers
+    names = [
+        item.name for item in dataclasses.fields(cls) if (item.compare if item.hash is None else item.hash)
+    ]
+    fields = "".join(f"self.{name}, " for name in names)
+    source = (
+        "def __hash__(self):\n"
+        "    value = self._hash\n"
+        "    if value is None:\n"
+        f"        value = hash(({fields}))\n"
+        "        _set_hash(self, value)\n"
+        "    return value\n"
+    )
+    cached = _compile("__hash__", source, {"_set_hash": cls.__dict__["_hash"].__set__})
+    cached.__qualname__ = f"{cls.__qualname__}.__hash__"
     cls.__hash__ = cached  # type: ignore[method-assign]
     return cls
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
@@ -99,6 +100,17 @@ def test_cached_hash_equals_the_generated_hash():
     assert hash(pair) == hash((1, 2)) == hash(pair)
     assert pair._hash == hash((1, 2))
     assert pair == Pair(1, 2)
+
+    # Every spec class with a cached hash hashes as its dataclass would: the tuple of the
+    # compared fields.
+    state = initial_state(PartitionConfig())
+    state = partition.step(PartitionConfig(), state, ProducerSend(0, Acks.ALL)) or state
+    samples: list[Any] = [state, state.controller, state.history, PartitionConfig(), *state.replicas]
+    samples += [replica.log for replica in state.replicas]
+    assert {type(sample).__name__ for sample in samples} >= {"PartitionState", "Replica", "ReplicaLog"}
+    for sample in samples:
+        compared = tuple(getattr(sample, item.name) for item in dataclasses.fields(sample) if item.compare)
+        assert hash(sample) == hash(compared), type(sample)
 
 
 def test_no_op_log_operations_return_the_same_log():
