@@ -1007,6 +1007,8 @@ def _leader_holds(state: PartitionState, entries: frozenset[tuple[int, int]]) ->
     retention has not deleted. Offsets below the highest log start any leader reached are
     retention's to delete: a later leader may still hold an older, never-committed record
     there (its follower-side log start only catches up on its next fetch)."""
+    if not entries:
+        return True
     leader_id = true_leader(state)
     if leader_id is None:
         return True
