@@ -14,6 +14,7 @@ keys becomes one sub-call per key holding only that key's micro-operations.
 from __future__ import annotations
 
 import json
+import operator
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -80,6 +81,8 @@ class Plan:
         """This plan with the whole-history Kafka facts filled in."""
         return Plan(self.model, self.conventions, self.budget, context)
 
+
+_INVOKE_INDEX = operator.attrgetter("invoke_index")
 
 CYCLES_PART = "cross-key cycles"
 """The part that searches the whole Kafka history for G1c cycles (transactional histories)."""
@@ -153,7 +156,7 @@ def split_calls(plan: Plan, calls: Iterable[Call]) -> Iterator[tuple[str, Call]]
 def check_part(plan: Plan, key_json: str, calls: Sequence[Call]) -> CheckResult:
     """Check one independent part; the result's `partition` is its key."""
     started = time.perf_counter()
-    ordered = sorted(calls, key=lambda call: call.invoke_index)
+    ordered = sorted(calls, key=_INVOKE_INDEX)
     if key_json == CYCLES_PART:
         return _with_seconds(_check_cycles(plan, ordered), time.perf_counter() - started)
     key = json.loads(key_json)
@@ -185,7 +188,7 @@ def check_key_deciding_commits(
     from this part alone (`kafka_checker.committed_info_calls(calls)`), and that set: what a
     distributed engine decides first, in the same pass as the check."""
     started = time.perf_counter()
-    ordered = sorted(calls, key=lambda call: call.invoke_index)
+    ordered = sorted(calls, key=_INVOKE_INDEX)
     result, own = kafka_checker.check_kafka_key_deciding_commits(
         json.loads(key_json), ordered, sub_via=context.sub_via, assignments=context.assignments()
     )

@@ -758,10 +758,29 @@ class _Parts:
         blobs = self.blobs.pop(part, ())
         if blobs:
             key = orjson.loads(part)
-            make = _piece_from_fields
+            make = new_call
+            outcomes = _OUTCOME_BY_CODE
             for blob in blobs:
                 entries = _unpack(blob)
-                calls.extend(make(fields, key) for fields in entries)
+                # `_piece_from_fields` of each, inline (once per piece of the history).
+                calls.extend(
+                    [
+                        make(
+                            e[0],
+                            e[1],
+                            e[2],
+                            e[3] if e[4] == "ok" else None,
+                            outcomes[e[4]],
+                            e[5],
+                            e[6],
+                            key,
+                            e[7],
+                            e[8],
+                            e[3],
+                        )
+                        for e in entries
+                    ]
+                )
                 several.update(fields[5] for fields in entries if len(fields) > 9)
         return calls, several
 

@@ -669,9 +669,12 @@ class _Pruner:
         if orders is None:
             return
         start = self.done.get(process, 0)
-        end = bisect_left(orders, _order(call), start)
-        if end == start:
-            return
+        order = call.complete_index
+        if order is None:
+            order = _LAST + call.invoke_index  # `_order`, inline: this runs once per call
+        if start == len(orders) or orders[start] >= order:
+            return  # no assignment since the process's previous call
+        end = bisect_left(orders, order, start)
         self.done[process] = end
         reads = last_reads.get(process)
         sends = last_sends.get(process)
