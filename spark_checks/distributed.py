@@ -555,8 +555,15 @@ def _kafka_range_rows(
     pieces: dict[str, list[list[Any]]] = {}
     subscriptions: list[list[Any]] = []
     whole: list[bytes] = []  # every data call, for the cycle part
+    packed: list[tuple[str, bytes]] = []
+    window = _WINDOW_CALLS
     try:
         for invocation, completion in range_pairs(path, start, end, source, border):
+            window -= 1
+            if not window:
+                window = _WINDOW_CALLS
+                packed.extend((key, _pack(entries)) for key, entries in pieces.items())
+                pieces.clear()
             if completion is not None and _fast_pieces(invocation, completion, pieces):
                 if cycles:
                     whole.append(encode_call(_call(invocation, completion)))
@@ -577,11 +584,17 @@ def _kafka_range_rows(
                 _add_piece(pieces, key, fields)
             if cycles and f in kafka_checker.DATA_FUNCTIONS:
                 whole.append(encode_call(call))
+        packed.extend((key, _pack(entries)) for key, entries in pieces.items())
+        pieces.clear()
         rows: list[Row] = []
-        for key, entries in pieces.items():
-            part = _part_json(key)
-            if parts is None or part in parts:
-                rows.append((target_of(part, targets), PIECES, part, _pack(entries)))
+        addresses: dict[str, tuple[str, int]] = {}
+        for key, payload in packed:
+            address = addresses.get(key)
+            if address is None:
+                part = _part_json(key)
+                address = addresses[key] = part, target_of(part, targets)
+            if parts is None or address[0] in parts:
+                rows.append((address[1], PIECES, address[0], payload))
         if subscriptions:
             payload = _pack(subscriptions)
             rows.extend((target, SUBSCRIPTIONS, "", payload) for target in targets)
@@ -594,6 +607,11 @@ def _kafka_range_rows(
         for payload in whole:
             yield target, PIECE, CYCLES_PART, payload
     return False
+
+
+_WINDOW_CALLS: Final = 16384
+"""Stage 1 packs the pieces it holds every this many calls: held, they keep their values'
+memory from being reused."""
 
 
 def _fast_pieces(invocation: Op, completion: Op, pieces: dict[str, list[list[Any]]]) -> bool:

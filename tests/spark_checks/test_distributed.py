@@ -346,3 +346,14 @@ def test_long_integers_are_read_exactly_whatever_the_blocks(tmp_path, monkeypatc
         calls = calls_by_ranges(path, count)[0]
         assert calls == expected
         assert [type(call.input) for call in calls] == [type(call.input) for call in expected]
+
+
+@pytest.mark.parametrize("window", [1, 2, 7])
+def test_pieces_packed_in_windows_give_the_same_results(tmp_path, monkeypatch, window):
+    monkeypatch.setattr(distributed, "_WINDOW_CALLS", window)
+    path = tmp_path / "history.jsonl"
+    write_jsonl(
+        path, generate_history(300, 4, seed=window, anomalies=["lost-write", "poll-skip"], txn_share=0.1)
+    )
+    for ranges in (1, 5):
+        assert comparable(run_stages(Plan("kafka"), path, ranges)) == comparable(local_results(path))
