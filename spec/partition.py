@@ -749,15 +749,26 @@ def broker_crash(
         return None
     crashed = _crashed_replica(replica.log, action.surviving_end)
     replicas = (*state.replicas[: action.replica], crashed, *state.replicas[action.replica + 1 :])
-    controller = state.controller
-    isr = controller.isr - {action.replica} if len(controller.isr) > 1 else controller.isr
+    live = frozenset(broker for broker, other in enumerate(replicas) if other.alive)
+    controller, unclean = _controller_after_failure(config, state.controller, action.replica, live)
+    return PartitionState(replicas, controller, _history_after_crash(history, lossy, unclean))
+
+
+@memoized
+def _controller_after_failure(
+    config: PartitionConfig, controller: ControllerState, failed: ReplicaId, live: frozenset[ReplicaId]
+) -> tuple[ControllerState, bool]:
+    """`onBrokerFailure` for one partition: the failed replica leaves the ISR unless it is
+    the last member; if it led, a new leader is elected among the `live` brokers. Returns
+    the new controller state and whether the election was unclean."""
+    isr = controller.isr - {failed} if len(controller.isr) > 1 else controller.isr
     leader = controller.leader
     unclean = False
-    if leader == action.replica:
-        leader, isr, unclean = _elect_offline_leader(config, isr, lambda broker: replicas[broker].alive)
+    if leader == failed:
+        leader, isr, unclean = _elect_offline_leader(config, isr, live.__contains__)
     if (leader, isr) != (controller.leader, controller.isr):
         controller = ControllerState(leader, controller.leader_epoch + 1, isr, controller.elections_moved)
-    return PartitionState(replicas, controller, _history_after_crash(history, lossy, unclean))
+    return controller, unclean
 
 
 @memoized
