@@ -168,6 +168,18 @@ def _print_outcome(console: Console, outcome: ScenarioOutcome, show_trace: bool)
             console.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)
 
 
+def _parse_workers(context: click.Context, parameter: click.Parameter, value: str) -> int:
+    if value == "auto":
+        return default_workers()
+    try:
+        workers = int(value)
+    except ValueError:
+        workers = 0
+    if workers < 1:
+        raise click.BadParameter(f"{value!r} is not a positive number or auto", context, parameter)
+    return workers
+
+
 @cli.command("check")
 @click.argument("names", nargs=-1, metavar="[SCENARIO]...")
 @click.option("--all", "check_all", is_flag=True, help="Check every scenario against its expected outcome.")
@@ -187,10 +199,11 @@ def _print_outcome(console: Console, outcome: ScenarioOutcome, show_trace: bool)
 )
 @click.option(
     "--workers",
-    type=click.IntRange(min=1),
-    default=default_workers(),
+    default="auto",
     show_default=True,
-    help="Processes exploring each large level (same result with any number).",
+    callback=_parse_workers,
+    help="Processes exploring each large level: a number, or auto (the idle cores, at most 4). "
+    "The result is the same with any number.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.option("--no-trace", is_flag=True, help="Do not print counterexample traces.")

@@ -254,10 +254,12 @@ class ScenarioOutcome:
 
 
 def default_workers() -> int:
-    """Processes for a check: the cores this process may use, at most four (each process
-    also rebuilds what the others found, so more cores give less and less)."""
+    """Processes for a check: the cores this process may use that are idle now (one-minute
+    load average), at most four. Busy cores only slow the level-by-level exchange down, and
+    each process also rebuilds what the others found, so more cores give less and less."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, min(cores, 4))
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    return max(1, min(round(cores - load), 4))
 
 
 def run_scenario(
