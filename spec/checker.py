@@ -230,9 +230,14 @@ def _explore(
     step_properties = tuple(model.step_properties.items())
     depth = 0
     while frontier and depth < max_depth:
+        team = None
         if workers > 1 and len(frontier) >= parallel_from:
+            team = _Team.fork(workers)
+            if team is None:
+                workers = 1  # the system refused a process: go on alone, and do not ask again
+        if team is not None:
             graph = _Graph(states, parents, via, index_of, witnesses_left, witnesses_reached, transitions)
-            with _Team.fork(workers) as team:
+            with team:
                 outcome = _explore_in_parallel(
                     model, team, graph, frontier, depth, max_depth, max_states, progress
                 )
@@ -336,15 +341,28 @@ class _Team:
         self._pids = pids
 
     @classmethod
-    def fork(cls, size: int) -> _Team:
-        pipes = [Pipe() for _ in range(size - 1)]
+    def fork(cls, size: int) -> _Team | None:
+        """The team, or None when the system refuses a process or a pipe (then no helper is
+        left running and the caller goes on alone)."""
         pids: list[int] = []
+        try:
+            pipes = [Pipe() for _ in range(size - 1)]
+        except OSError:
+            return None
         for rank in range(1, size):
-            with warnings.catch_warnings():
-                # Python 3.12+ warns about fork in a multi-threaded process (a progress
-                # spinner's thread): the helper only computes and talks over its pipe.
-                warnings.simplefilter("ignore", DeprecationWarning)
-                pid = os.fork()
+            try:
+                with warnings.catch_warnings():
+                    # Python 3.12+ warns about fork in a multi-threaded process (a progress
+                    # spinner's thread): the helper only computes and talks over its pipe.
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    pid = os.fork()
+            except OSError:
+                for parent_end, child_end in pipes:
+                    parent_end.close()
+                    child_end.close()  # the helpers started get EOF and leave
+                for started in pids:
+                    os.waitpid(started, 0)
+                return None
             if pid == 0:
                 mine = pipes[rank - 1][1]
                 for index, (parent_end, child_end) in enumerate(pipes):

@@ -256,3 +256,31 @@ def test_a_helper_that_fails_is_reported_by_the_caller() -> None:
 def test_workers_must_be_positive() -> None:
     with pytest.raises(ValueError, match="workers must be at least 1"):
         check(jug_model(), max_depth=3, workers=0)
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_a_refused_fork_leaves_no_helper_and_checks_alone(
+    monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    forks: list[int] = []
+    real_fork = os.fork
+
+    def fork_once() -> int:
+        if forks:  # the second helper is refused (with 2 workers: the first and only one)
+            raise OSError("Resource temporarily unavailable")
+        pid = real_fork()
+        if pid:
+            forks.append(pid)
+        return pid
+
+    monkeypatch.setattr("spec.checker.os.fork", fork_once if workers == 3 else _refuse)
+    model, bounds = PARALLEL_CASES["late invariant"]()
+    together: CheckResult[Any, Any] = check(model, workers=workers, parallel_from=1, **bounds)
+    assert summary(together) == summary(check(model, **bounds))
+    for pid in forks:  # the helper that did start was reaped
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+def _refuse() -> int:
+    raise OSError("Resource temporarily unavailable")
