@@ -465,7 +465,23 @@ def _restrict_each(value: JsonValue, keys: list[Key]) -> dict[Key, JsonValue]:
                 # JSON object keys are distinct strings: `_norm_key(k) == key` only for k == key.
                 name = mop[0]
                 return {key: [[name, {key: polled[key]} if key in polled else {}]] for key in keys}
+    sends = _sends_by_key(value, keys)
+    if sends is not None:
+        return sends
     return {key: _restrict(value, key) for key in keys}
+
+
+def _sends_by_key(value: list[Any], keys: list[Key]) -> dict[Key, JsonValue] | None:
+    """`_restrict(value, key)` for every key, in one pass, when `value` holds only sends (a
+    send to several keys); None for any other shape."""
+    grouped: dict[Key, list[Any]] = {key: [] for key in keys}
+    for mop in value:
+        if mop.__class__ is not list or len(mop) < 2 or mop[0].__class__ is not str or mop[0] not in _SEND:
+            return None
+        kept = grouped.get(_norm_key(mop[1]))
+        if kept is not None:
+            kept.append(mop)
+    return dict(grouped)
 
 
 def _piece(call: Call, key: Key, given: JsonValue, output: JsonValue, completion_value: JsonValue) -> Call:

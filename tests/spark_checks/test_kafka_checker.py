@@ -16,6 +16,8 @@ from spark_checks.kafka_checker import (
     PER_KEY_ANOMALY_TYPES,
     Assignments,
     _parse,
+    _restrict,
+    _restrict_each,
     check_kafka,
     check_kafka_key,
     committed_info_calls,
@@ -853,3 +855,19 @@ def test_parse_fast_path_for_one_key_agrees_with_the_long_way(mop: list[Any], f:
             return error.message
 
     assert parsed([mop]) == parsed([mop, ["other"]])
+
+
+_ANY_MOP = st.one_of(
+    _MOP,
+    st.lists(st.one_of(st.sampled_from(["send", "poll", "other"]), _KEYS, st.integers()), max_size=4),
+    st.integers(),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    value=st.one_of(st.lists(_ANY_MOP, max_size=4), st.integers(), st.none()), keys=st.sets(_KEYS, min_size=1)
+)
+def test_restricting_to_each_key_at_once_is_restricting_to_each(value: Any, keys: set[Any]) -> None:
+    listed = sorted(str(key) for key in keys)
+    assert _restrict_each(value, listed) == {key: _restrict(value, key) for key in listed}
