@@ -257,3 +257,20 @@ def test_html_report_from_results_alone():
     assert report.history is not None
     page = html_report([report], [report.history])
     assert "INVALID" in page and "unlinearizable" in page
+
+
+@pytest.mark.parametrize("broken", ["truncated", "not a send"])
+def test_spark_engine_malformed_kafka_line_is_exit_2_with_file_and_line(spark, capsys, tmp_path, broken):
+    # A bad line among calls that take stage 1's fast path (per-key pieces packed per range).
+    path = tmp_path / "kafka.jsonl"
+    write_jsonl(path, generate_history(400, 4, seed=5))
+    lines = path.read_text().splitlines()
+    number = 501  # 1-based
+    if broken == "truncated":
+        lines[number - 1] = lines[number - 1][:-7]
+    else:
+        lines[number - 1] = json.dumps({"index": number - 1, "process": 0, "type": "bogus", "f": "send"})
+    path.write_text("\n".join(lines) + "\n")
+    code, _, err = run_cli(capsys, "verify", str(path), "--engine", "spark")
+    assert code == 2
+    assert f"{path}:{number}" in err
