@@ -48,6 +48,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import heapq
+import itertools
 import os
 import time
 import traceback
@@ -55,7 +56,7 @@ import warnings
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, Pipe
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 State = TypeVar("State", bound=Hashable)
 Action = TypeVar("Action")
@@ -230,13 +231,24 @@ def _explore(
     step_properties = tuple(model.step_properties.items())
     depth = 0
     while frontier and depth < max_depth:
-        team = None
         if workers > 1 and len(frontier) >= parallel_from:
+            graph = _Graph(
+                model,
+                cast("list[State | None]", states),  # only appended to from here on
+                parents,
+                via,
+                index_of,
+                witnesses_left,
+                witnesses_reached,
+                transitions,
+                hashes={hash(key) for key in index_of},
+            )
+            # Nothing may run between the fork and the `with`: a helper must never leave
+            # it other than through os._exit (it would return into the caller's code).
             team = _Team.fork(workers)
             if team is None:
                 workers = 1  # the system refused a process: go on alone, and do not ask again
-        if team is not None:
-            graph = _Graph(states, parents, via, index_of, witnesses_left, witnesses_reached, transitions)
+                continue
             with team:
                 outcome = _explore_in_parallel(
                     model, team, graph, frontier, depth, max_depth, max_states, progress
@@ -287,20 +299,84 @@ Key = tuple[int, int]
 
 @dataclass
 class _Graph(Generic[State, Action]):
-    """The explored graph as each process keeps it; the search appends to it."""
+    """The explored graph as each process keeps it; the search appends to it.
 
-    states: list[State]
+    A state another process found is first kept by *name* only (`names`: the ordinal of its
+    action among its parent's candidates) and built by applying that action when this
+    process needs it: to expand it, to tell it apart from an equal-hash state, for a trace.
+    About half of them never are.
+    """
+
+    model: Model[State, Action]
+    states: list[State | None]  # None: not built in this process (see `names`)
     parents: list[int]
     via: list[Action | None]
-    index_of: dict[Hashable, int]
+    index_of: dict[Hashable, int]  # key -> index, of the states built in this process
     witnesses_left: dict[str, Callable[[State], bool]]
     witnesses_reached: dict[str, bool]
     transitions: int
+    names: dict[int, int] = field(default_factory=dict)  # unbuilt index -> action ordinal
+    unbuilt: dict[int, list[int]] = field(default_factory=dict)  # key hash -> unbuilt indices
+    hashes: set[int] = field(default_factory=set)  # the key hash of every state admitted
+
+    def key(self, state: State) -> Hashable:
+        canonical = self.model.canonical
+        return state if canonical is None else canonical(state)
+
+    def state(self, index: int) -> State:
+        """The state at `index`, built now if only its name was known."""
+        state = self.states[index]
+        if state is not None:
+            return state
+        parent = self.state(self.parents[index])
+        ordinal = self.names.pop(index)
+        action = next(itertools.islice(self.model.candidate_actions(parent), ordinal, None))
+        built = self.model.step(parent, action)
+        assert built is not None, "another process took an action that is not enabled here"
+        key = self.key(built)
+        waiting = self.unbuilt[hash(key)]
+        waiting.remove(index)
+        if not waiting:
+            del self.unbuilt[hash(key)]
+        self.states[index], self.via[index] = built, action
+        self.index_of[key] = index
+        return built
+
+    def seen(self, key: Hashable, key_hash: int) -> bool:
+        """Whether a state with this key was admitted (building the unbuilt ones of the same
+        hash to compare them: equality, not the hash, decides)."""
+        if key in self.index_of:
+            return True
+        if key_hash in self.unbuilt:
+            for index in list(self.unbuilt[key_hash]):
+                self.state(index)
+            return key in self.index_of
+        return False
+
+    def admit(self, parent: int, action: Action, state: State, key: Hashable, key_hash: int) -> int:
+        index = len(self.states)
+        self.states.append(state)
+        self.parents.append(parent)
+        self.via.append(action)
+        self.index_of[key] = index
+        self.hashes.add(key_hash)
+        return index
+
+    def admit_by_name(self, parent: int, ordinal: int, key_hash: int) -> int:
+        index = len(self.states)
+        self.states.append(None)
+        self.parents.append(parent)
+        self.via.append(None)
+        self.names[index] = ordinal
+        self.unbuilt.setdefault(key_hash, []).append(index)
+        self.hashes.add(key_hash)
+        return index
 
     def trace_to(self, index: int) -> tuple[TraceStep[State, Action], ...]:
         steps: list[TraceStep[State, Action]] = []
         while index >= 0:
-            steps.append(TraceStep(self.via[index], self.states[index]))
+            state = self.state(index)
+            steps.append(TraceStep(self.via[index], state))
             index = self.parents[index]
         return tuple(reversed(steps))
 
@@ -309,9 +385,9 @@ class _Graph(Generic[State, Action]):
 class _Share:
     """What one process found in its share of a level, without the states themselves."""
 
-    # (position, ordinal, enabled transitions of that position up to it) of each state new
-    # to this process, in order
-    found: list[tuple[int, int, int]]
+    # (position, ordinal, enabled transitions of that position up to it, key hash) of each
+    # state new to this process, in order
+    found: list[tuple[int, int, int, int]]
     enabled: dict[int, int]  # position -> enabled transitions, for the positions finished
     # the first violation: (position, ordinal, enabled transitions up to it, kind, property)
     violation: tuple[int, int, int, str, str] | None
@@ -414,17 +490,17 @@ class _Team:
 
 
 def _expand_share(
-    model: Model[State, Action], graph: _Graph[State, Action], frontier: Sequence[int], team: _Team
+    model: Model[State, Action], graph: _Graph[State, Action], frontier: Sequence[int], mine: Iterable[int]
 ) -> tuple[_Share, dict[Key, tuple[Action, State]]]:
-    """Expand the frontier positions of this process (rank, rank + size, ...) as the
-    one-process search would, stopping at the first violation."""
+    """Expand the frontier positions `mine` (in increasing order) as the one-process search
+    would, stopping at the first violation."""
     candidate_actions, step, canonical = model.candidate_actions, model.step, model.canonical
     step_properties = tuple(model.step_properties.items())
     invariants = tuple(model.invariants.items())
-    states, index_of = graph.states, graph.index_of
+    index_of, unbuilt = graph.index_of, graph.unbuilt
     witnesses = dict(graph.witnesses_left)
     fresh: set[Hashable] = set()
-    found: list[tuple[int, int, int]] = []
+    found: list[tuple[int, int, int, int]] = []
     own: dict[Key, tuple[Action, State]] = {}
     enabled: dict[int, int] = {}
     first_witness: dict[str, Key] = {}
@@ -432,8 +508,8 @@ def _expand_share(
     def share(violation: tuple[int, int, int, str, str] | None = None) -> _Share:
         return _Share(found, enabled, violation, first_witness)
 
-    for position in range(team.rank, len(frontier), team.size):
-        state = states[frontier[position]]
+    for position in mine:
+        state = graph.state(frontier[position])
         count = 0
         for ordinal, action in enumerate(candidate_actions(state)):
             successor = step(state, action)
@@ -446,8 +522,11 @@ def _expand_share(
             key = successor if canonical is None else canonical(successor)
             if key in index_of or key in fresh:
                 continue
+            key_hash = hash(key)
+            if key_hash in unbuilt and graph.seen(key, key_hash):
+                continue
             fresh.add(key)
-            found.append((position, ordinal, count))
+            found.append((position, ordinal, count, key_hash))
             own[position, ordinal] = (action, successor)
             if witnesses:
                 for name, reached in list(witnesses.items()):
@@ -461,9 +540,9 @@ def _expand_share(
     return share(), own
 
 
-def _tagged(found: list[tuple[int, int, int]], rank: int) -> Iterator[tuple[int, int, int, int]]:
-    for position, ordinal, count in found:
-        yield position, ordinal, count, rank
+def _tagged(found: list[tuple[int, int, int, int]], rank: int) -> Iterator[tuple[int, int, int, int, int]]:
+    for position, ordinal, count, key_hash in found:
+        yield position, ordinal, count, key_hash, rank
 
 
 class _Successors(Generic[State, Action]):
@@ -487,7 +566,7 @@ class _Successors(Generic[State, Action]):
         found = self._own.get((position, ordinal))
         if found is not None:
             return found
-        parent = self._graph.states[self._frontier[position]]
+        parent = self._graph.state(self._frontier[position])
         if position not in self._candidates:
             self._candidates[position] = ([], iter(self._model.candidate_actions(parent)))
         listed, rest = self._candidates[position]
@@ -511,9 +590,12 @@ def _explore_in_parallel(
 ) -> _Outcome[State, Action]:
     """The remaining levels, explored by every process of `team` (each runs this)."""
     canonical = model.canonical
+    # Each process expands the states it found itself (it has built them) and knows the
+    # others' by name only; the first level is dealt out by position.
+    mine: Iterable[int] = range(team.rank, len(frontier), team.size)
     while frontier and depth < max_depth:
         depth += 1
-        share, own = _expand_share(model, graph, frontier, team)
+        share, own = _expand_share(model, graph, frontier, mine)
         shares = team.exchange(share)
         violations = [found.violation for found in shares if found.violation is not None]
         violation = min(violations) if violations else None
@@ -523,19 +605,26 @@ def _explore_in_parallel(
         # Admit the new states in the sequential order: by (position, ordinal) across shares.
         merged = heapq.merge(*(_tagged(found.found, rank) for rank, found in enumerate(shares)))
         next_frontier: list[int] = []
+        finders: list[int] = []  # for each next-frontier position, the rank that found it
         stop: tuple[int, int, int] | None = None
-        for position, ordinal, count, _ in merged:
+        violating: int | None = None  # the index of the state that breaks an invariant
+        for position, ordinal, count, key_hash, rank in merged:
             if limit is not None and (position, ordinal) > limit:
                 break
-            action, successor = successor_at(position, ordinal)
-            key = successor if canonical is None else canonical(successor)
-            index = len(graph.states)
-            if graph.index_of.setdefault(key, index) != index:
-                continue
-            graph.states.append(successor)
-            graph.parents.append(frontier[position])
-            graph.via.append(action)
+            parent = frontier[position]
+            if rank != team.rank and key_hash not in graph.hashes:
+                # No admitted state has this hash: new for sure; built only when needed.
+                index = graph.admit_by_name(parent, ordinal, key_hash)
+            else:
+                action, successor = successor_at(position, ordinal)
+                key = successor if canonical is None else canonical(successor)
+                if graph.seen(key, key_hash):
+                    continue
+                index = graph.admit(parent, action, successor, key, key_hash)
+            finders.append(rank)
             next_frontier.append(index)
+            if violation is not None and (position, ordinal) == violation[:2]:
+                violating = index
             if max_states is not None and len(graph.states) >= max_states:
                 stop = (position, ordinal, count)
                 limit = (position, ordinal)
@@ -546,18 +635,35 @@ def _explore_in_parallel(
 
         if violation is not None and (stop is None or violation[:2] <= stop[:2]):
             position, ordinal, _, kind, name = violation
-            action, successor = successor_at(position, ordinal)
             if kind == "step":
+                action, successor = successor_at(position, ordinal)
                 trace = (*graph.trace_to(frontier[position]), TraceStep(action, successor))
             else:
-                trace = graph.trace_to(
-                    graph.index_of[successor if canonical is None else canonical(successor)]
-                )
+                assert violating is not None, "a state that breaks an invariant is new to the search"
+                trace = graph.trace_to(violating)
             return _Outcome(Violation(name, kind, trace), depth)
         if stop is not None:
             return _Outcome(None, depth, stopped=True)
-        frontier = next_frontier
+        frontier, mine = next_frontier, _deal(finders, team.size)[team.rank]
     return _Outcome(None, depth, complete=not frontier)
+
+
+def _deal(finders: list[int], size: int) -> list[list[int]]:
+    """Which next-frontier positions each rank expands: those it found (it has built them),
+    evened out to at most ceil(n / size) each by moving the last positions of the largest
+    shares to the smallest (the receiver builds those). The same in every process."""
+    shares: list[list[int]] = [[] for _ in range(size)]
+    for position, rank in enumerate(finders):
+        shares[rank].append(position)
+    target = -(-len(finders) // size)
+    spare: list[int] = []
+    for share in shares:
+        while len(share) > target:
+            spare.append(share.pop())
+    for share in shares:
+        while len(share) < target and spare:
+            share.append(spare.pop())
+    return [sorted(share) for share in shares]  # a process expands in increasing order
 
 
 def _account(

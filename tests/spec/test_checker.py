@@ -239,7 +239,7 @@ def test_a_helper_that_fails_is_reported_by_the_caller() -> None:
     caller = os.getpid()
 
     def step(state: tuple[int, int, int], which: int) -> tuple[int, int, int] | None:
-        if os.getpid() != caller and state == (1, 1, 0):
+        if os.getpid() != caller and sum(state) >= 2:  # any state the helper expands from level 2
             raise ValueError("broken step in a helper")
         return grid_model().step(state, which)
 
