@@ -28,17 +28,19 @@ Symmetry
 
 Two cores (`workers`)
     With `workers=N`, once a level's frontier is large enough the checker forks N-1 helper
-    processes. Every process keeps a full copy of the explored graph; each level, process r
-    expands the frontier states at positions r, r+N, r+2N, ... and checks invariants on what
-    it found new, then all exchange only the *names* of their new states (frontier position,
-    candidate-action ordinal): a few integers, never a pickled state. Each process then
-    rebuilds the states the others found by applying that one action (about a third of the
-    cost of finding them) and merges everything in sequential order: by (frontier position,
-    ordinal). The merge admits exactly the states the one-process search admits, with the same
-    indices, parents and actions, so the counts, the counterexample and the witnesses are
+    processes. Every process keeps the explored graph with the same indices; each level,
+    every process expands its share of the frontier (the states it found itself, evened out)
+    and checks invariants on what it found new, then all exchange only the *names* of their
+    new states (frontier position, candidate-action ordinal, key hash): a few integers, never
+    a pickled state. Each process merges all names in sequential order, by (frontier
+    position, ordinal), and admits exactly the states the one-process search admits, with the
+    same indices and parents, so the counts, the counterexample and the witnesses are
     identical (the first violation in that order is the sequential checker's first: a state
-    new to the search is new to the process that generated it). Helpers are ordinary forks
-    of the checking process (POSIX only; elsewhere the check runs in one process).
+    new to the search is new to the process that generated it). A state another process
+    found is built here (its action applied to its parent) only when this process must
+    expand it, compare it with a state of the same hash, or print it in a trace. Helpers are
+    ordinary forks of the checking process (POSIX only; elsewhere, or when the system refuses
+    a process, the check runs in one process).
 
 Modelled on TLC's breadth-first mode and stateright's `spawn_bfs`.
 """
