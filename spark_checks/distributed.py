@@ -71,7 +71,7 @@ from spark_checks.history import (
     new_call,
 )
 from spark_checks.readers._common import make_operation
-from spark_checks.readers.jsonl import _DIGITS_AS_ZERO, _TWENTY_ZEROS, EXPECTED, decode_line
+from spark_checks.readers.jsonl import EXPECTED, decode_line, first_long_integer
 
 # Row kinds of stage 1 (and of stage 2's output, except PIECE and SUBSCRIPTION).
 PIECE: Final = 0  # part = the part's key JSON, payload = encoded call
@@ -300,11 +300,11 @@ _CHECKED_BYTES: Final = 1 << 20
 
 
 def _clean_until(descriptor: int, offset: int) -> int:
-    """How far from `offset` a file holds no run of 20 digits (`decode_line` must decode the
-    lines with one itself: orjson reads such an integer as a float), checked a block at a
-    time: a line that ends by the returned offset holds none."""
+    """How far from `offset` a file holds no integer orjson would read as a float
+    (`first_long_integer`: `decode_line` must decode such lines itself), checked a block at
+    a time: a line that ends by the returned offset holds none."""
     data = os.pread(descriptor, _CHECKED_BYTES, offset)
-    found = data.translate(_DIGITS_AS_ZERO).find(_TWENTY_ZEROS)
+    found = first_long_integer(data)
     return offset + (len(data) if found < 0 else found)
 
 

@@ -38,6 +38,17 @@ EXPECTED: Final = "expected a JSON object with fields index, process, type, f (a
 _scan_once = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 _TWENTY_ZEROS = b"0" * 20
+_MINUS_NINETEEN_ZEROS = b"-" + b"0" * 19
+
+
+def first_long_integer(data: bytes) -> int:
+    """Where `data` first holds an integer orjson cannot read exactly (it reads integers
+    outside [-2**63, 2**64) as floats): a run of 20 digits, or a minus sign and 19 digits.
+    -1 when there is none. A run of 19 digits after a minus sign may still fit, and 20
+    digits may be the fraction of a float: such lines only take the slower, exact path."""
+    zeroed = data.translate(_DIGITS_AS_ZERO)  # a regex search is slower
+    found = [at for at in (zeroed.find(_TWENTY_ZEROS), zeroed.find(_MINUS_NINETEEN_ZEROS)) if at >= 0]
+    return min(found) if found else -1
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> Iterator[Operation]:
@@ -75,11 +86,11 @@ def decode_line(raw: bytes, name: str, line_number: int | None) -> dict[str, Any
     orjson decodes well-formed lines (a few times faster than the standard library); anything
     it refuses - blank lines, NaN, lone surrogates, bad JSON - takes the standard library's
     path, which decides and explains exactly as before, so both paths accept the same lines
-    with the same values. So do lines with a run of 20 digits: orjson would turn an integer
-    of 2**64 or more into a float.
+    with the same values. So do lines with an integer orjson would read as a float
+    (`first_long_integer`).
     """
     try:
-        if raw.translate(_DIGITS_AS_ZERO).find(_TWENTY_ZEROS) >= 0:  # a regex search is slower
+        if first_long_integer(raw) >= 0:
             raise orjson.JSONDecodeError("a long integer", "", 0)
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError:

@@ -330,18 +330,19 @@ def test_an_assignment_travels_with_its_keys_once_and_comes_back_equal(given, do
 
 @pytest.mark.parametrize("block", [1, 7, 64, 1 << 20])
 def test_long_integers_are_read_exactly_whatever_the_blocks(tmp_path, monkeypatch, block):
-    # orjson would read these as floats; the blocks checked for runs of 20 digits must send
-    # each such line, wherever it falls, the standard library's way.
+    # orjson would read these as floats (beyond 2**64, below -2**63); the blocks checked for
+    # long integers must send each such line, wherever it falls, the standard library's way.
     monkeypatch.setattr(distributed, "_CHECKED_BYTES", block)
     path = tmp_path / "history.jsonl"
     operations = []
     for index in range(0, 40, 2):
-        value = 2**70 + index if index % 6 == 0 else index
+        value = 2**70 + index if index % 6 == 0 else -(2**63) - 1 - index if index % 6 == 2 else index
         operations.append(Operation(index, index % 3, OpType.INVOKE, "write", value))
         operations.append(Operation(index + 1, index % 3, OpType.OK, "write", value))
     write_jsonl(path, operations)
     expected = whole_file_calls(path)
     assert any(call.input == 2**70 for call in expected)
+    assert any(call.input == -(2**63) - 3 for call in expected)
     for count in (1, 3, 17):
         calls = calls_by_ranges(path, count)[0]
         assert calls == expected

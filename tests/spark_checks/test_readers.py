@@ -30,6 +30,7 @@ from spark_checks.readers import (
     write_parquet,
 )
 from spark_checks.readers.edn import iter_forms
+from spark_checks.readers.jsonl import first_long_integer, read_jsonl
 
 HISTORIES = Path(__file__).resolve().parents[3] / "shared" / "histories"
 
@@ -612,3 +613,29 @@ def test_written_jsonl_is_plain_json_per_line(tmp_path: Path) -> None:
     lines = path.read_text(encoding="utf-8").splitlines()
     assert len(lines) == len(ROUND_TRIP)
     assert all(isinstance(json.loads(line), dict) for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("text", "position"),
+    [
+        (b'{"value": 9999999999999999999}', -1),  # 19 digits: orjson reads it exactly
+        (b'{"value": 18446744073709551616}', 10),  # 2**64: it would be a float
+        (b'{"value": -9223372036854775808}', 10),  # -2**63 fits, but 19 digits after a minus go the exact way
+        (b'{"value": -9223372036854775809}', 10),  # below -2**63: it would be a float
+        (b'{"value": -922337203685477580}', -1),  # 18 digits
+        (b'{"time": 1700000000000000000}', -1),  # a nanosecond timestamp keeps the fast path
+    ],
+)
+def test_lines_with_integers_orjson_cannot_read_exactly_are_found(text, position):
+    assert first_long_integer(text) == position
+
+
+def test_a_negative_integer_below_the_64_bit_range_is_read_exactly(tmp_path):
+    path = tmp_path / "history.jsonl"
+    path.write_text(
+        '{"index": 0, "process": 0, "type": "invoke", "f": "write", "value": -9223372036854775809}\n'
+        '{"index": 1, "process": 0, "type": "ok", "f": "write", "value": -9223372036854775809}\n'
+    )
+    values = [operation.value for operation in read_jsonl(path)]
+    assert values == [-(2**63) - 1, -(2**63) - 1]
+    assert all(type(value) is int for value in values)
