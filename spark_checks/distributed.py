@@ -163,7 +163,12 @@ def decode_call(data: bytes) -> Call:
 
 
 def _call_fields(call: Call) -> list[Any]:
-    same = call.output is call.completion_value or call.output == call.completion_value
+    output, completion_value = call.output, call.completion_value
+    # Equal is not enough (1 == True, [1] == [1.0]): the output is only left out when it is
+    # the same JSON, so it comes back with its own types.
+    same = output is completion_value or (
+        output == completion_value and _dumps(output) == _dumps(completion_value)
+    )
     return [
         call.process,
         call.f,

@@ -211,6 +211,17 @@ def test_calls_survive_the_trip_through_bytes():
     assert distributed.decode_call(distributed.encode_call(call)) == call
 
 
+@pytest.mark.parametrize(
+    ("output", "completion"), [(1, True), ([1, 0], [True, False]), (2, 2.0), ({"a": 1}, {"a": True})]
+)
+def test_an_output_equal_but_not_identical_to_the_completion_keeps_its_types(output, completion):
+    ok = distributed._OUTCOME_BY_CODE["ok"]
+    call = Call(0, "read", None, output, ok, 3, 4, completion_value=completion)
+    back = distributed.decode_call(distributed.encode_call(call))
+    assert json.dumps(back.output) == json.dumps(output)
+    assert json.dumps(back.completion_value) == json.dumps(completion)
+
+
 def fast_pieces(invocation: distributed.Op, completion: distributed.Op) -> list[tuple[str, list[Any]]] | None:
     """`distributed._fast_pieces` as a list of (key, fields) in the order they were added."""
     added: dict[str, list[list[Any]]] = {}
