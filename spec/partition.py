@@ -36,9 +36,10 @@ Ghost state
     writes, committed and consumer-visible records) so invariants can say "never lost".
 
 Reading the code
-    `@fast_init`, `@cache_hash` and `replace` come from `spec._frozen`: they only make the
-    model checker's millions of state copies cheaper; the classes read and behave as plain
-    frozen dataclasses.
+    `@fast_init`, `@cache_hash`, `replace` and `@memoized` come from `spec._frozen`: they only
+    make the model checker's millions of state copies cheaper; the classes read and behave
+    as plain frozen dataclasses, and a `@memoized` helper (a constructor of a replica, a
+    controller state or a history that many interleavings build alike) is a plain function.
 """
 
 from __future__ import annotations
@@ -779,6 +780,7 @@ def _crashed_replica(log: ReplicaLog, surviving_end: int) -> Replica:
 
 @memoized
 def _history_after_crash(history: History, lossy: bool, unclean: bool) -> History:
+    """The ghost history counts the crash, whether it lost data, and an unclean election."""
     return replace(
         history,
         crashes=history.crashes + 1,
@@ -921,6 +923,7 @@ class _ActionTable:
 
 @memoized
 def _action_table(config: PartitionConfig) -> _ActionTable:
+    """The action objects of `config`'s replicas (built at the first state checked)."""
     replicas = config.replica_ids
     return _ActionTable(
         restart=tuple(BrokerRestart(r) for r in replicas),
