@@ -21,7 +21,8 @@ import time
 from collections.abc import Callable
 from functools import partial
 
-from spec.scenarios import DEFAULT_MAX_DEPTH, SCENARIOS, ScenarioOutcome, default_workers, run_scenario
+from spec.checker import default_workers
+from spec.scenarios import DEFAULT_MAX_DEPTH, SCENARIOS, ScenarioOutcome, run_scenario
 
 TARGET_TOTAL_SECONDS = 60.0
 TARGET_STATES_PER_SECOND = 50_000.0

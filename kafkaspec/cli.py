@@ -28,6 +28,7 @@ from spark_checks.history import HistoryError, Operation
 from spark_checks.readers import FORMATS, open_history
 from spark_checks.report import evidence_indices, exit_code, html_report, report_json, text_summary
 from spark_checks.spark_session import spark_session
+from spec.checker import default_workers
 from spec.scenarios import (
     DEFAULT_MAX_DEPTH,
     SCENARIOS,
@@ -36,7 +37,6 @@ from spec.scenarios import (
     Scenario,
     ScenarioOutcome,
     apply_overrides,
-    default_workers,
     override_keys,
     run_scenario,
 )

@@ -61,12 +61,6 @@ class KafkaContext:
         """`subscriptions` prepared for the per-key checks."""
         return self.prepared or kafka_checker.Assignments(self.subscriptions)
 
-    def with_committed(self, committed_info: frozenset[int]) -> KafkaContext:
-        """This context for a part that decided its own info calls (keeps the preparation)."""
-        return KafkaContext(
-            self.subscriptions, self.sub_via, committed_info, self.has_transactions, self.assignments()
-        )
-
 
 @dataclass(frozen=True)
 class Plan:

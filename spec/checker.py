@@ -128,6 +128,16 @@ PARALLEL_FROM = 2048
 """Smallest frontier worth forking helpers for: below it a level takes milliseconds."""
 
 
+def default_workers() -> int:
+    """Processes for a check: the cores this process may use that are idle now (one-minute
+    load average), at most four. On busy cores the processes wait for each other at every
+    level, and each process builds some states the others found, so more cores give less
+    and less."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    return max(1, min(round(cores - load), 4))
+
+
 def check(
     model: Model[State, Action],
     max_depth: int,
@@ -256,11 +266,7 @@ def _explore(
                     model, team, graph, frontier, depth, max_depth, max_states, progress
                 )
             transitions = graph.transitions
-            if outcome.violation is not None:
-                return finish(outcome.violation, outcome.depth, False)
-            if outcome.stopped:
-                return finish(None, outcome.depth, False)
-            return finish(None, outcome.depth, outcome.complete)
+            return finish(outcome.violation, outcome.depth, outcome.complete)
         depth += 1
         next_frontier: list[int] = []
         for parent in frontier:
@@ -325,16 +331,21 @@ class _Graph(Generic[State, Action]):
         canonical = self.model.canonical
         return state if canonical is None else canonical(state)
 
+    def successor(self, parent: int, ordinal: int) -> tuple[Action, State]:
+        """Apply the `ordinal`-th candidate action of the state at `parent` (another process
+        took it: a state's candidate actions are the same in every process)."""
+        state = self.state(parent)
+        action = next(itertools.islice(self.model.candidate_actions(state), ordinal, None))
+        successor = self.model.step(state, action)
+        assert successor is not None, "another process took an action that is not enabled here"
+        return action, successor
+
     def state(self, index: int) -> State:
         """The state at `index`, built now if only its name was known."""
         state = self.states[index]
         if state is not None:
             return state
-        parent = self.state(self.parents[index])
-        ordinal = self.names.pop(index)
-        action = next(itertools.islice(self.model.candidate_actions(parent), ordinal, None))
-        built = self.model.step(parent, action)
-        assert built is not None, "another process took an action that is not enabled here"
+        action, built = self.successor(self.parents[index], self.names.pop(index))
         key = self.key(built)
         waiting = self.unbuilt[hash(key)]
         waiting.remove(index)
@@ -400,8 +411,7 @@ class _Share:
 class _Outcome(Generic[State, Action]):
     violation: Violation[State, Action] | None
     depth: int
-    stopped: bool = False  # max_states reached
-    complete: bool = False
+    complete: bool = False  # every reachable state explored (never after a stop)
 
 
 class _Team:
@@ -547,39 +557,6 @@ def _tagged(found: list[tuple[int, int, int, int]], rank: int) -> Iterator[tuple
         yield position, ordinal, count, key_hash, rank
 
 
-class _Successors(Generic[State, Action]):
-    """The successor at a (position, ordinal) of this level: the one this process found, or
-    the same action applied here to the frontier state another process expanded (a state's
-    candidate actions are the same in every process)."""
-
-    def __init__(
-        self,
-        model: Model[State, Action],
-        graph: _Graph[State, Action],
-        frontier: list[int],
-        own: dict[Key, tuple[Action, State]],
-    ) -> None:
-        self._model, self._graph, self._frontier, self._own = model, graph, frontier, own
-        # Per position, the candidate actions listed so far and the rest still to list:
-        # ordinals only grow within a position, so most lists stop short of the end.
-        self._candidates: dict[int, tuple[list[Action], Iterator[Action]]] = {}
-
-    def __call__(self, position: int, ordinal: int) -> tuple[Action, State]:
-        found = self._own.get((position, ordinal))
-        if found is not None:
-            return found
-        parent = self._graph.state(self._frontier[position])
-        if position not in self._candidates:
-            self._candidates[position] = ([], iter(self._model.candidate_actions(parent)))
-        listed, rest = self._candidates[position]
-        while len(listed) <= ordinal:
-            listed.append(next(rest))
-        action = listed[ordinal]
-        successor = self._model.step(parent, action)
-        assert successor is not None, "another process took an action that is not enabled here"
-        return action, successor
-
-
 def _explore_in_parallel(
     model: Model[State, Action],
     team: _Team,
@@ -591,7 +568,6 @@ def _explore_in_parallel(
     progress: ProgressCallback | None,
 ) -> _Outcome[State, Action]:
     """The remaining levels, explored by every process of `team` (each runs this)."""
-    canonical = model.canonical
     # Each process expands the states it found itself (it has built them) and knows the
     # others' by name only; the first level is dealt out by position.
     mine: Iterable[int] = range(team.rank, len(frontier), team.size)
@@ -602,7 +578,6 @@ def _explore_in_parallel(
         violations = [found.violation for found in shares if found.violation is not None]
         violation = min(violations) if violations else None
         limit: Key | None = violation[:2] if violation else None
-        successor_at = _Successors(model, graph, frontier, own)
 
         # Admit the new states in the sequential order: by (position, ordinal) across shares.
         merged = heapq.merge(*(_tagged(found.found, rank) for rank, found in enumerate(shares)))
@@ -618,8 +593,10 @@ def _explore_in_parallel(
                 # No admitted state has this hash: new for sure; built only when needed.
                 index = graph.admit_by_name(parent, ordinal, key_hash)
             else:
-                action, successor = successor_at(position, ordinal)
-                key = successor if canonical is None else canonical(successor)
+                action, successor = own.get((position, ordinal)) or graph.successor(
+                    frontier[position], ordinal
+                )
+                key = graph.key(successor)
                 if graph.seen(key, key_hash):
                     continue
                 index = graph.admit(parent, action, successor, key, key_hash)
@@ -638,14 +615,16 @@ def _explore_in_parallel(
         if violation is not None and (stop is None or violation[:2] <= stop[:2]):
             position, ordinal, _, kind, name = violation
             if kind == "step":
-                action, successor = successor_at(position, ordinal)
+                action, successor = own.get((position, ordinal)) or graph.successor(
+                    frontier[position], ordinal
+                )
                 trace = (*graph.trace_to(frontier[position]), TraceStep(action, successor))
             else:
                 assert violating is not None, "a state that breaks an invariant is new to the search"
                 trace = graph.trace_to(violating)
             return _Outcome(Violation(name, kind, trace), depth)
         if stop is not None:
-            return _Outcome(None, depth, stopped=True)
+            return _Outcome(None, depth)
         frontier, mine = next_frontier, _deal(finders, team.size)[team.rank]
     return _Outcome(None, depth, complete=not frontier)
 

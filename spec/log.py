@@ -24,7 +24,6 @@ Invariants every function keeps (see `log_is_well_formed`)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 from itertools import pairwise
 
 from spec._frozen import cache_hash, fast_init, memoized, replace
@@ -272,7 +271,7 @@ def recover_after_crash(log: ReplicaLog, surviving_end: int) -> ReplicaLog:
 # ---------------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=1 << 16)  # pure; the model checker asks it about the same logs over and over
+@memoized  # the model checker asks it about the same logs over and over
 def log_is_well_formed(log: ReplicaLog) -> bool:
     """The structural invariant of a single log (checked on every replica in every state)."""
     if not 0 <= log.log_start_offset <= log.high_watermark <= log.log_end_offset:

@@ -47,7 +47,6 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
 from itertools import combinations
 from typing import Any
 
@@ -1106,7 +1105,7 @@ def acks_all_records_survive(state: PartitionState) -> bool:
     return _leader_holds(state, history.acknowledged_all)
 
 
-@lru_cache(maxsize=1 << 16)  # pure; the model checker asks it about the same pairs over and over
+@memoized  # the model checker asks it about the same pairs over and over
 def _logs_match(first: ReplicaLog, second: ReplicaLog) -> bool:
     """Below the newest offset where both logs hold a record of the same epoch, and there,
     both logs hold the same records (over the offsets both still hold)."""

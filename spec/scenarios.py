@@ -10,7 +10,6 @@ Configuration keys (`--set key=value`) use Kafka's names where Kafka has one.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
@@ -251,15 +250,6 @@ class ScenarioOutcome:
     def as_expected(self) -> bool:
         """The outcome matches the scenario's expectation (and a pass is not vacuous)."""
         return self.found == self.scenario.expected and not self.missing_witnesses
-
-
-def default_workers() -> int:
-    """Processes for a check: the cores this process may use that are idle now (one-minute
-    load average), at most four. Busy cores only slow the level-by-level exchange down, and
-    each process also rebuilds what the others found, so more cores give less and less."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    return max(1, min(round(cores - load), 4))
 
 
 def run_scenario(
