@@ -134,7 +134,7 @@ def main() -> None:
     print(f"{os.cpu_count()} cores; histories in {arguments.folder}")
     files = {size: history_file(arguments.folder, size, arguments.keys) for size in sizes}
 
-    spark = spark_session(arguments.master)
+    spark = spark_session(arguments.master, history_bytes=max(path.stat().st_size for path in files.values()))
     # Start-up costs are not part of any measurement: the JVM's, the first job's, and the
     # Python workers' (started and importing kafkaspec on the first verification).
     spark.range(10).count()

@@ -361,7 +361,7 @@ def verify_command(
             update = progress_for(path)
             try:
                 if spark is None and choose_engine_for(path, engine) == "spark":
-                    spark = spark_session(master)
+                    spark = spark_session(master, history_bytes=sum(_size(each) for each in histories))
                 report = verify_history(
                     path,
                     options,
@@ -495,6 +495,14 @@ def choose_engine_for(path: str, engine: str) -> str:
     """`auto` resolved by size; a missing file is reported by the engine."""
     file = Path(path)
     return choose_engine(file, engine) if file.is_file() else "local"
+
+
+def _size(path: str) -> int:
+    """A history's size in bytes (0 if it cannot be read: its reader reports that)."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def _window(report: HistoryReport) -> list[Operation]:

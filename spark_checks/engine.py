@@ -230,7 +230,7 @@ def verify_spark(
     same path by every executor, as for any Spark job reading a local path."""
     from spark_checks.spark_session import spark_session
 
-    session = spark if spark is not None else spark_session(master)
+    session = spark if spark is not None else spark_session(master, history_bytes=file.stat().st_size)
     with tempfile.TemporaryDirectory(prefix="kafkaspec-") as folder:
         lines = file
         if info.format != "jsonl":

@@ -274,3 +274,14 @@ def test_spark_engine_malformed_kafka_line_is_exit_2_with_file_and_line(spark, c
     code, _, err = run_cli(capsys, "verify", str(path), "--engine", "spark")
     assert code == 2
     assert f"{path}:{number}" in err
+
+
+def test_the_jvm_compiles_fully_only_for_long_jobs() -> None:
+    from spark_checks.spark_session import LONG_JOB_BYTES, driver_java_options
+
+    quick = "-XX:TieredStopAtLevel=1"
+    assert quick in driver_java_options(0)
+    assert quick in driver_java_options(LONG_JOB_BYTES - 1)
+    assert quick not in driver_java_options(LONG_JOB_BYTES)
+    for size in (0, LONG_JOB_BYTES):
+        assert "-Dlog4j2.configurationFile=file:" in driver_java_options(size)
