@@ -86,6 +86,7 @@ MULTI_INFO_PIECE: Final = 8  # a PIECE of an info call that sent to several keys
 UNDECIDED: Final = 9  # payload = JSON [part, [multi-key info calls this part did not see commit]]
 PIECES: Final = 10  # part = a Kafka key's part, payload = JSON list of its pieces in a range
 SUBSCRIPTIONS: Final = 11  # payload = JSON list of a range's assign/subscribe calls, to every target
+COUNTS: Final = 12  # payload = b"operations calls" of a range (the driver sums them)
 
 TRANSACTIONS: Final = "transactions"
 
@@ -293,6 +294,8 @@ class RangeBorder:
 
     orphans: list[int] = field(default_factory=list)  # ok/fail completions first of their process
     claims: list[int] = field(default_factory=list)  # completions paired by reading past the end
+    operations: int = 0  # operations on lines starting in the range
+    calls: int = 0  # calls the range made (each call is made by the range holding its invocation)
 
 
 Op = tuple[int, Any, str, str, JsonValue, JsonValue, int | None]
@@ -460,10 +463,12 @@ def range_pairs(
         pending: tuple[int, Op] | None = None
         open_calls: dict[Any, Op] = {}
         seen: set[Any] = set()
+        counted = 0
         for offset, operation in operations:
             if offset >= end:
                 pending = offset, operation
                 break
+            counted += 1
             process = operation[1]
             kind = operation[2]
             if kind is _INVOKE:
@@ -486,7 +491,9 @@ def range_pairs(
                     Position(source, line=operation[0] + 1),
                     f"{kind} for process {process!r} without an open invocation",
                 )
+            border.calls += 1
             yield invocation, operation
+        border.operations += counted
         if open_calls and pending is not None:
             # Read on past the end: each open call ends at its process's next line.
             for offset, operation in itertools.chain((pending,), operations):
@@ -496,10 +503,12 @@ def range_pairs(
                 if operation[2] is _INVOKE:
                     raise _invokes_while_open(invocation, operation, source)
                 border.claims.append(offset)
+                border.calls += 1
                 yield invocation, operation
                 if not open_calls:
                     break
         for invocation in open_calls.values():
+            border.calls += 1
             yield invocation, None
 
 
@@ -537,6 +546,7 @@ def range_rows(
         yield first, ORPHAN, "", b"%d" % offset
     for offset in border.claims:
         yield first, CLAIM, "", b"%d" % offset
+    yield first, COUNTS, "", b"%d %d" % (border.operations, border.calls)
     if flags:
         yield first, FLAG, "", orjson.dumps(sorted(flags))
 
@@ -749,7 +759,7 @@ def check_rows(
         elif kind == CLAIM:
             claims.add(payload)
         else:
-            out.append((kind, payload))  # FLAG and ERROR go through to the driver
+            out.append((kind, payload))  # FLAG, COUNTS and ERROR go through to the driver
     unclaimed = orphans - claims
     if unclaimed:
         offset = min(int(payload) for payload in unclaimed)
@@ -865,6 +875,8 @@ class Gathered:
     committed: set[int] = field(default_factory=set)
     flags: set[str] = field(default_factory=set)
     undecided: dict[str, set[int]] = field(default_factory=dict)
+    operations: int = 0  # in the history (lines)
+    calls: int = 0  # in the history (paired operations, and invocations never completed)
 
     def recheck(self) -> frozenset[str]:
         """Parts whose verdict assumed an info call had not committed that another part saw
@@ -872,7 +884,8 @@ class Gathered:
         return frozenset(part for part, calls in self.undecided.items() if calls & self.committed)
 
     def replace(self, again: Gathered) -> None:
-        """Take the second run's results over the first's (same parts), and its errors."""
+        """Take the second run's results over the first's (same parts), and its errors (the
+        counts stay the first run's: it read the whole history)."""
         redone = {result.partition for result in again.results}
         self.results = [r for r in self.results if r.partition not in redone] + again.results
         self.errors.extend(again.errors)
@@ -888,6 +901,11 @@ def gather(rows: Iterable[OutRow]) -> Gathered:
     """Sort stage 2's rows into results, errors, committed info calls and flags."""
     gathered = Gathered()
     for kind, payload in rows:
+        if kind == COUNTS:
+            operations, calls = payload.split()
+            gathered.operations += int(operations)
+            gathered.calls += int(calls)
+            continue
         value: JsonValue = _loads(payload)
         if kind == RESULT:
             gathered.results.append(row_to_result(value))

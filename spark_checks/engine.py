@@ -95,7 +95,8 @@ class HistoryReport:
     engine: str
     conventions: dict[str, JsonValue]
     verdict: Verdict
-    operations: int  # calls checked (pieces of multi-key calls count once per key)
+    operations: int  # in the history: invocations, completions, and lines such as a nemesis's
+    calls: int  # invocations paired with their completions, and those never completed
     results: list[CheckResult]
     seconds: float
     history: list[Operation] | None = None  # kept by the local engine for the HTML timeline
@@ -146,12 +147,13 @@ def verify_history(
         kept: list[Operation] | None = [] if keep_history else None
         if kept is not None:
             stream = _tee_into(stream, kept)
-        results = verify_local(plan, stream, str(file), progress)
+        checked = verify_local(plan, stream, str(file), progress)
     else:
-        results = verify_spark(
+        checked = verify_spark(
             plan, file, info, stream, spark, options.master, progress, options.spark_range_bytes
         )
         kept = None
+    results = checked.results
     return HistoryReport(
         path=str(file),
         format=info.format,
@@ -159,11 +161,21 @@ def verify_history(
         engine=engine,
         conventions=results[0].conventions if results else plan.conventions,
         verdict=combine_verdicts(result.verdict for result in results),
-        operations=sum(result.operations for result in results),
+        operations=checked.operations,
+        calls=checked.calls,
         results=results,
         seconds=time.perf_counter() - started,
         history=kept,
     )
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What an engine returns: every part's result, and the size of the history."""
+
+    results: list[CheckResult]
+    operations: int
+    calls: int
 
 
 def _tee_into(stream: Iterable[Operation], sink: list[Operation]) -> Iterator[Operation]:
@@ -179,7 +191,7 @@ def _tee_into(stream: Iterable[Operation], sink: list[Operation]) -> Iterator[Op
 
 def verify_local(
     plan: Plan, operations: Iterable[Operation], source: str, progress: ProgressCallback | None = None
-) -> list[CheckResult]:
+) -> Checked:
     """Pair, split and check in this process."""
     with distributed.no_cyclic_gc():
         return _verify_local(plan, operations, source, progress)
@@ -187,8 +199,9 @@ def verify_local(
 
 def _verify_local(
     plan: Plan, operations: Iterable[Operation], source: str, progress: ProgressCallback | None
-) -> list[CheckResult]:
-    calls = list(pair_calls(operations, source))
+) -> Checked:
+    counted = _Counted(operations)
+    calls = list(pair_calls(counted, source))
     if plan.model == "kafka":
         plan = plan.with_kafka_context(kafka_context(calls))
     parts: dict[str, list[Call]] = defaultdict(list)
@@ -202,7 +215,20 @@ def _verify_local(
         if progress is not None:
             progress(f"part {number}/{len(parts)}")
         results.append(check_part(plan, key_json, part))
-    return results
+    return Checked(results, counted.count, len(calls))
+
+
+class _Counted:
+    """An iterable of operations that counts them as they go by."""
+
+    def __init__(self, operations: Iterable[Operation]) -> None:
+        self.operations = operations
+        self.count = 0
+
+    def __iter__(self) -> Iterator[Operation]:
+        for operation in self.operations:
+            self.count += 1
+            yield operation
 
 
 # ---------------------------------------------------------------------------------------
@@ -222,7 +248,7 @@ def verify_spark(
     master: str | None = None,
     progress: ProgressCallback | None = None,
     range_bytes: int = RANGE_BYTES,
-) -> list[CheckResult]:
+) -> Checked:
     """Pair, split and check on Spark (`spark_checks.distributed`); only results come back.
 
     JSON Lines are read by the tasks themselves; other formats are first streamed through
@@ -254,7 +280,7 @@ def verify_spark(
             second = _run(session, plan, str(lines), str(file), ranges, targets, committed, cycles, again)
             _raise_first_error(second, file, info)
             gathered.replace(second)
-    return sorted(gathered.results, key=_result_order)
+    return Checked(sorted(gathered.results, key=_result_order), gathered.operations, gathered.calls)
 
 
 def _run(

@@ -95,6 +95,8 @@ def test_ranges_pair_exactly_the_calls_of_the_whole_file(tmp_path, count):
     write_jsonl(path, generate_history(1500, 5, seed=3, anomalies=["lost-write", "duplicate"]))
     calls, border = calls_by_ranges(path, count)
     assert calls == whole_file_calls(path)
+    lines = path.read_bytes().count(b"\n")
+    assert (border.operations, border.calls) == (lines, len(calls))  # counted once, whatever the ranges
     assert set(border.orphans) <= set(border.claims)  # every leading completion was paired
 
 
@@ -115,7 +117,9 @@ def test_open_calls_nemesis_lines_blank_lines_and_missing_indices(tmp_path):
     expected = whole_file_calls(path)
     assert any(call.complete_index is None for call in expected)  # process 2 never completes
     for count in range(1, len(text) + 1, 3):
-        assert calls_by_ranges(path, count)[0] == expected, count
+        calls, border = calls_by_ranges(path, count)
+        assert calls == expected, count
+        assert (border.operations, border.calls) == (len(lines), len(expected)), count
 
 
 def test_an_invocation_while_open_across_a_border_is_an_error(tmp_path):

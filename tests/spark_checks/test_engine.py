@@ -14,7 +14,7 @@ from spark_checks.engine import HistoryReport, VerifyOptions, verify_history
 from spark_checks.history import Verdict
 from spark_checks.kafka_histories import KafkaHistoryBuilder, generate_history
 from spark_checks.readers import write_jsonl, write_parquet
-from spark_checks.report import evidence_indices, html_report
+from spark_checks.report import evidence_indices, html_report, text_summary
 from tests.helpers import run_cli
 
 HISTORIES = Path(__file__).resolve().parents[3] / "shared" / "histories"
@@ -75,6 +75,24 @@ def test_local_engine_on_generated_kafka_histories(kafka_files):
     assert {"lost-write", "duplicate", "poll-skip", "nonmonotonic-poll", "inconsistent-offsets"} <= found
 
 
+def test_a_report_counts_the_history_not_the_parts(tmp_path, kafka_files):
+    # Every part of a Kafka history sees every assign call, and a poll of several keys is a
+    # piece in each of their parts: the history's size is counted from its lines.
+    path = kafka_files["valid"]
+    lines = [line for line in path.read_text().splitlines() if line.strip()]
+    invocations = sum(json.loads(line)["type"] == "invoke" for line in lines)
+    report = verify_history(path, VerifyOptions(engine="local"))
+    assert (report.operations, report.calls) == (len(lines), invocations)
+    nemesis = tmp_path / "nemesis.jsonl"
+    kill = '{"index": 9999, "process": "nemesis", "type": "info", "f": "kill"}'
+    nemesis.write_text("\n".join([*lines[:4], kill, ""]))
+    small = verify_history(nemesis, VerifyOptions(engine="local"))
+    started = sum(json.loads(line)["type"] == "invoke" for line in lines[:4])
+    assert (small.operations, small.calls) == (5, started)
+    summary = "\n".join(text_summary([small]))
+    assert f"5 operations ({small.calls} calls) in {len(small.results)} part" in summary
+
+
 def test_cross_key_cycles_are_found_by_the_cycle_part(kafka_files):
     report = verify_history(kafka_files["txn"], VerifyOptions(engine="local"))
     assert report.verdict is Verdict.INVALID
@@ -98,16 +116,18 @@ def test_spark_and_local_engines_agree(spark, kafka_files):
         local = verify_history(path, VerifyOptions(engine="local"))
         distributed = verify_history(path, VerifyOptions(engine="spark"), spark=spark)
         assert distributed.engine == "spark"
-        assert (local.model, local.verdict, local.operations) == (
+        assert (local.model, local.verdict, local.operations, local.calls) == (
             distributed.model,
             distributed.verdict,
             distributed.operations,
+            distributed.calls,
         ), path
         assert comparable(local) == comparable(distributed), path
         if path.suffix == ".jsonl":  # many byte ranges and targets: calls cross range borders
             small = VerifyOptions(engine="spark", spark_range_bytes=4096)
             ranged = verify_history(path, small, spark=spark)
             assert comparable(local) == comparable(ranged), path
+            assert (ranged.operations, ranged.calls) == (local.operations, local.calls), path
 
 
 @pytest.mark.spark
