@@ -218,12 +218,12 @@ def _call_from_fields(fields: list[Any]) -> Call:
     )
 
 
-# A Kafka piece travels as the fields the Kafka checker reads of it (`kafka_checker.
-# checked_fields`): process, f, the analysed value (the completion's, or the invocation's
-# when there was none), outcome, invocation and completion indices; not the key (its
-# part's), nor the other value or the times, which no Kafka check reads (at 10^7 operations
-# they were a third of the bytes shipped). One extra trailing field marks an info piece of a
-# call that sent to several keys (MULTI_INFO_PIECE).
+# A Kafka piece travels as the fields the Kafka checks read of it: process, f, the analysed
+# value (`kafka_checker.analysed_value`: the completion's, or the invocation's when there was
+# none), outcome, invocation and completion indices; not the key (its part's), nor the other
+# value or the times, which no Kafka check reads (they were a quarter of the bytes shipped).
+# One extra trailing field marks an info piece of a call that sent to several keys
+# (MULTI_INFO_PIECE).
 
 
 def _piece_fields(piece: Call) -> list[Any]:
