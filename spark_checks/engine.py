@@ -23,9 +23,12 @@ import itertools
 import math
 import os
 import tempfile
+import threading
 import time
+import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -268,19 +271,67 @@ def verify_spark(
         targets = _target_values(session, max(cores, math.ceil(size / TARGET_BYTES)))
         if progress is not None:
             progress(f"pairing, splitting and checking in {len(ranges)} + {len(targets)} tasks")
-        gathered = _run(session, plan, str(lines), str(file), ranges, targets)
+        with _task_progress(session, progress, "pairing, splitting and checking"):
+            gathered = _run(session, plan, str(lines), str(file), ranges, targets)
         _raise_first_error(gathered, file, info)
         again = gathered.recheck()
         cycles = distributed.TRANSACTIONS in gathered.flags
         if plan.model == "kafka" and (again or cycles):
             # Cross-key facts, rarely needed: see spark_checks.distributed.
+            doing = f"checking {len(again)} parts again with the cross-key facts"
             if progress is not None:
-                progress(f"checking {len(again)} parts again with the cross-key facts")
+                progress(doing)
             committed = frozenset(gathered.committed)
-            second = _run(session, plan, str(lines), str(file), ranges, targets, committed, cycles, again)
+            with _task_progress(session, progress, doing):
+                second = _run(session, plan, str(lines), str(file), ranges, targets, committed, cycles, again)
             _raise_first_error(second, file, info)
             gathered.replace(second)
     return Checked(sorted(gathered.results, key=_result_order), gathered.operations, gathered.calls)
+
+
+TASK_POLL_SECONDS = 0.5
+"""How often a long Spark job's progress (tasks done) is asked of Spark."""
+
+
+@contextmanager
+def _task_progress(session: SparkSession, progress: ProgressCallback | None, doing: str) -> Iterator[None]:
+    """While the block runs its Spark jobs, report `doing: D/T Spark tasks done` on a change:
+    a history of 10^8 operations keeps two cores busy for minutes. The jobs are found by a job
+    group of their own (Spark's status tracker; cleared after), so other jobs of a shared
+    session do not count."""
+    if progress is None:
+        yield
+        return
+    context = session.sparkContext
+    group = f"kafkaspec-{uuid.uuid4().hex}"
+    context.setJobGroup(group, doing)
+    tracker = context.statusTracker()
+    stop = threading.Event()
+
+    def watch() -> None:
+        said = (0, 0)
+        while not stop.wait(TASK_POLL_SECONDS):
+            done = total = 0
+            for job in tracker.getJobIdsForGroup(group):
+                info = tracker.getJobInfo(job)
+                for stage in info.stageIds if info is not None else ():
+                    tasks = tracker.getStageInfo(stage)
+                    if tasks is not None:
+                        done += tasks.numCompletedTasks
+                        total += tasks.numTasks
+            if total and (done, total) != said:
+                said = (done, total)
+                progress(f"{doing}: {done}/{total} Spark tasks done")
+
+    watcher = threading.Thread(target=watch, name="kafkaspec-task-progress", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        watcher.join()
+        context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+        context.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
 
 
 def _run(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -305,3 +306,24 @@ def test_the_jvm_compiles_fully_only_for_long_jobs() -> None:
     assert quick not in driver_java_options(LONG_JOB_BYTES)
     for size in (0, LONG_JOB_BYTES):
         assert "-Dlog4j2.configurationFile=file:" in driver_java_options(size)
+
+
+@pytest.mark.spark
+def test_a_spark_verification_reports_its_tasks_as_they_finish(spark, kafka_files, monkeypatch):
+    from spark_checks import engine
+
+    monkeypatch.setattr(engine, "TASK_POLL_SECONDS", 0.02)
+    said: list[str] = []
+    options = VerifyOptions(engine="spark", spark_range_bytes=4096)  # many tasks
+    report = verify_history(kafka_files["anomalies"], options, spark=spark, progress=said.append)
+    assert report.verdict is Verdict.INVALID
+    pattern = re.compile(r"pairing, splitting and checking: (\d+)/(\d+) Spark tasks done")
+    matches = [pattern.fullmatch(message) for message in said if "Spark tasks done" in message]
+    counts = [(int(match[1]), int(match[2])) for match in matches if match is not None]
+    assert len(counts) == len(matches), said
+    assert counts, said
+    assert all(0 <= done <= total for done, total in counts)
+    assert counts == sorted(counts)  # never backwards
+    assert max(total for _, total in counts) > 10
+    # The job group is this verification's alone: the session's next jobs are not in it.
+    assert spark.sparkContext.getLocalProperty("spark.jobGroup.id") is None
