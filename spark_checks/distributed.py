@@ -124,7 +124,7 @@ def target_of(part: str, targets: Sequence[int]) -> int:
 # ---------------------------------------------------------------------------------------
 
 
-_STANDARD: Final = b"J"  # marks JSON written by the standard library (orjson refused the value)
+_STANDARD: Final = b"J"  # marks JSON written by the standard library (orjson could not, exactly)
 
 
 def _dumps(value: Any) -> bytes:
@@ -168,9 +168,10 @@ def _join_pieces(pieces: list[bytes]) -> bytes:
 
 
 def _pack(fields: list[list[Any]]) -> bytes:
-    """Many calls' fields (SUBSCRIPTIONS) as one pickle: written by stage 1 of the
-    same job for stage 2 alone, so trusted; it reads back 2-3x faster than JSON, and any JSON
-    value exactly (large integers, NaN, lone surrogates)."""
+    """Many assign/subscribe calls' fields (SUBSCRIPTIONS) as one pickle: written by stage 1
+    of the same job for stage 2 alone, so trusted; exact for any JSON value, and its memo
+    writes once the list of keys an invocation and its completion share
+    (`_subscription_fields`), which every stage-2 task reads."""
     return pickle.dumps(fields, protocol=5)
 
 
