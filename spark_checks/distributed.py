@@ -86,7 +86,7 @@ COMMITTED: Final = 7  # payload = JSON list of info calls' invocation indices th
 MULTI_INFO_PIECE: Final = 8  # a PIECE of an info call that sent to several keys
 UNDECIDED: Final = 9  # payload = JSON [part, [multi-key info calls this part did not see commit]]
 PIECES: Final = 10  # part = a Kafka key's part, payload = JSON list of its pieces in a range
-SUBSCRIPTIONS: Final = 11  # payload = JSON list of a range's assign/subscribe calls, to every target
+SUBSCRIPTIONS: Final = 11  # payload = pickled list of a range's assign/subscribe calls, to every target
 COUNTS: Final = 12  # payload = b"operations calls" of a range (the driver sums them)
 
 TRANSACTIONS: Final = "transactions"
