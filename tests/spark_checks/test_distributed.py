@@ -81,7 +81,8 @@ def comparable(results: list[CheckResult]) -> list[Any]:
 
 
 def local_results(path: Path) -> list[CheckResult]:
-    report = verify_history(path, VerifyOptions(engine="local"))
+    """The local engine's general path (reader, `pair_calls`, `split_calls`, `check_part`)."""
+    report = verify_history(path, VerifyOptions(engine="local"), general=True)
     return sorted(report.results, key=lambda result: json.dumps(result.partition))
 
 
