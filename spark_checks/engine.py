@@ -3,8 +3,11 @@
 `verify_history(path, options)` reads a history, decides the model, and checks every
 independent part:
 
-* `local`: operations stream from the reader, are paired into calls (`pair_calls`) and
-  bucketed by part; each part is checked here. Holds one history's calls in memory.
+* `local`: a JSON Lines file goes through the Spark engine's two stages in this process, as
+  one byte range and one target (`verify_lines_here`): it holds the history's pieces
+  encoded, decoding one part at a time. Other formats (and `keep_history`, `general`) take
+  the general path: operations stream from the reader, are paired into calls (`pair_calls`)
+  and bucketed by part, and each part is checked here, holding every call in memory.
 * `spark`: the driver never holds the history. One job with one shuffle: a task per byte
   range of the JSON Lines file reads, pairs and splits its calls into per-part pieces; a
   task per group of parts checks them with the same `checking.check_part`; only per-part
