@@ -32,7 +32,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, cast
 
@@ -50,6 +50,7 @@ from spark_checks.checking import (
     split_calls,
 )
 from spark_checks.history import (
+    UNNAMED,
     Call,
     CheckResult,
     HistoryError,
@@ -216,6 +217,18 @@ def _verify_local(
 ) -> Checked:
     counted = _Counted(operations)
     calls = list(pair_calls(counted, source))
+    try:
+        return _check_calls(plan, calls, counted.count, progress)
+    except HistoryError as error:
+        if error.position.file != UNNAMED:
+            raise
+        # A checker names no file (it sees calls, not lines): this is the history's.
+        raise HistoryError(replace(error.position, file=source), error.message) from None
+
+
+def _check_calls(
+    plan: Plan, calls: list[Call], operations: int, progress: ProgressCallback | None
+) -> Checked:
     if plan.model == "kafka":
         plan = plan.with_kafka_context(kafka_context(calls))
     parts: dict[str, list[Call]] = defaultdict(list)
@@ -229,7 +242,7 @@ def _verify_local(
         if progress is not None:
             progress(f"part {number}/{len(parts)}")
         results.append(check_part(plan, key_json, part))
-    return Checked(results, counted.count, len(calls))
+    return Checked(results, operations, len(calls))
 
 
 class _Counted:

@@ -64,6 +64,11 @@ class Position:
         return self.file
 
 
+UNNAMED: Final = "<history>"
+"""The file of a position found where the file is not known (a checker sees calls, not
+lines); the engine names the history's file in its place."""
+
+
 class HistoryError(Exception):
     """Malformed input. The message names the position and what was expected."""
 
@@ -178,7 +183,7 @@ make one per call of a history: the frozen dataclass's `__init__` sets each fiel
 `object.__setattr__`; this sets the slots directly (the descriptors, from closure cells)."""
 
 
-def pair_calls(operations: Iterable[Operation], source: str = "<history>") -> Iterator[Call]:
+def pair_calls(operations: Iterable[Operation], source: str = UNNAMED) -> Iterator[Call]:
     """Pair each invocation with its process's next completion, in completion order.
 
     Calls still open at the end of the history are yielded last, as `info` with no

@@ -120,6 +120,7 @@ from collections.abc import Callable, Collection, Iterable
 from typing import Any, Final, Literal
 
 from spark_checks.history import (
+    UNNAMED,
     Call,
     CheckResult,
     HistoryError,
@@ -248,7 +249,7 @@ def _order(call: Call) -> int:
 def _malformed(call: Call, what: str) -> HistoryError:
     index = call.complete_index if call.complete_index is not None else call.invoke_index
     return HistoryError(
-        Position("<history>", line=index + 1),
+        Position(UNNAMED, line=index + 1),
         f"{call.f} by process {call.process!r} (index {index}): {what}",
     )
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from spark_checks.engine import HistoryReport, VerifyOptions, verify_history
-from spark_checks.history import Verdict
+from spark_checks.history import HistoryError, Verdict
 from spark_checks.kafka_histories import KafkaHistoryBuilder, generate_history
 from spark_checks.readers import write_jsonl, write_parquet
 from spark_checks.report import evidence_indices, html_report, text_summary
@@ -330,3 +330,15 @@ def test_a_spark_verification_reports_its_tasks_as_they_finish(spark, kafka_file
     assert max(total for _, total in counts) > 10
     # The job group is this verification's alone: the session's next jobs are not in it.
     assert spark.sparkContext.getLocalProperty("spark.jobGroup.id") is None
+
+
+@pytest.mark.parametrize("general", [False, True])
+def test_a_malformed_value_found_by_the_checker_names_the_file_and_line(tmp_path, general):
+    path = tmp_path / "malformed.jsonl"
+    path.write_text(
+        '{"index": 0, "process": 1, "type": "invoke", "f": "send", "value": [["send", "k", 1]]}\n'
+        '{"index": 1, "process": 1, "type": "ok", "f": "send", "value": [["send", "k", [0, 1, 2]]]}\n'
+    )
+    with pytest.raises(HistoryError) as raised:
+        verify_history(path, VerifyOptions(engine="local"), general=general)
+    assert str(raised.value).startswith(f"{path}:2: send by process 1 (index 1): expected [[send, key,")
