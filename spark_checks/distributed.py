@@ -44,7 +44,7 @@ import os
 import pickle
 import zlib
 from collections import defaultdict
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Final
@@ -755,11 +755,15 @@ def _error_payload(error: Exception) -> bytes:
 
 
 def check_rows(
-    plan: Plan, rows: Iterable[tuple[int, str, bytes]], committed: frozenset[int] | None
+    plan: Plan,
+    rows: Iterable[tuple[int, str, bytes]],
+    committed: frozenset[int] | None,
+    on_part: Callable[[int, int], None] | None = None,
 ) -> list[OutRow]:
     """Stage 2 for one target: check every part whose pieces are among `rows` (kind, part,
     payload). `committed`: the info calls known to have committed (a second run), or None to
-    decide it inside each part (exact unless an info call sent to several keys)."""
+    decide it inside each part (exact unless an info call sent to several keys). `on_part`
+    hears (number, count) before each part is checked."""
     parts: dict[str, list[bytes]] = defaultdict(list)
     blobs: dict[str, list[bytes]] = defaultdict(list)
     multi_info: dict[str, list[bytes]] = defaultdict(list)
@@ -797,7 +801,7 @@ def check_rows(
         return out
     try:
         calls = _Parts(parts, blobs, multi_info)
-        out.extend(_check_parts(plan, calls, list(subscriptions.values()), committed))
+        out.extend(_check_parts(plan, calls, list(subscriptions.values()), committed, on_part))
     except (HistoryError, ValueError, KeyError, TypeError) as error:
         out.append((ERROR, _error_payload(error)))
     return out
@@ -859,6 +863,7 @@ def _check_parts(
     parts: _Parts,
     subscriptions: list[Call],
     committed: frozenset[int] | None,
+    on_part: Callable[[int, int], None] | None = None,
 ) -> Iterator[OutRow]:
     kafka = plan.model == "kafka"
     context = KafkaContext()
@@ -871,7 +876,10 @@ def _check_parts(
             has_transactions=CYCLES_PART in parts.names(),
             prepared=kafka_checker.Assignments(subscriptions),
         )
-    for part in parts.names():
+    names = parts.names()
+    for number, part in enumerate(names, start=1):
+        if on_part is not None:
+            on_part(number, len(names))
         calls, several = parts.take(part)
         part_plan = plan
         if kafka:

@@ -354,9 +354,12 @@ def verify_lines_here(
                 plan, source, 0, size, LOCAL_TARGETS, source, cycles, parts
             )
         ]
-        if progress is not None:
-            progress("checking")
-        return distributed.gather(distributed.check_rows(plan, rows, committed))
+
+        def on_part(number: int, count: int) -> None:
+            if progress is not None:
+                progress(f"part {number}/{count}")
+
+        return distributed.gather(distributed.check_rows(plan, rows, committed, on_part))
 
     with distributed.no_cyclic_gc():
         return _jobs(plan, job, file, info, progress)

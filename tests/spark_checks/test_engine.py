@@ -342,3 +342,12 @@ def test_a_malformed_value_found_by_the_checker_names_the_file_and_line(tmp_path
     with pytest.raises(HistoryError) as raised:
         verify_history(path, VerifyOptions(engine="local"), general=general)
     assert str(raised.value).startswith(f"{path}:2: send by process 1 (index 1): expected [[send, key,")
+
+
+def test_the_local_engine_reports_each_part_as_it_checks_it(kafka_files):
+    said: list[str] = []
+    report = verify_history(kafka_files["anomalies"], VerifyOptions(engine="local"), progress=said.append)
+    parts = [message for message in said if message.startswith("part ")]
+    count = len(report.results)
+    assert parts == [f"part {number}/{count}" for number in range(1, count + 1)]
+    assert said.index("reading, pairing and splitting") < said.index(parts[0])
