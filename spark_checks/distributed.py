@@ -651,15 +651,15 @@ def _kafka_range_rows(
 
 
 _WINDOW_CALLS: Final = 16384
-"""Stage 1 packs the pieces it holds every this many calls: held, they keep their values'
-memory from being reused."""
+"""Stage 1 joins each key's encoded pieces into one row every this many calls, so it holds
+few small bytes objects at a time."""
 
 
 def _fast_pieces(invocation: Op, completion: Op, pieces: dict[str, list[bytes]]) -> bool:
-    """Add `split_call`'s pieces (as `_dumps` of `_piece_fields`) of the calls that make up most of a
-    history - sends, a poll of string keys - read straight off the operations, to `pieces`;
+    """Add `split_call`'s pieces (encoded `_piece_fields`) of the calls that make up most of
+    a history - sends, a poll of string keys - read straight off the operations, to `pieces`;
     False (and nothing added) for any other call: `split_call` then makes them. Written for
-    speed (it runs once per call): the one-key cases first, no helper calls."""
+    speed (it runs once per call): the one-key cases first."""
     f = invocation[3]
     given = invocation[4]
     done = completion[4]
@@ -687,12 +687,7 @@ def _fast_pieces(invocation: Op, completion: Op, pieces: dict[str, list[bytes]])
     if key is None and keys is not None and len(keys) == 1:
         key = keys[0]
     if key is not None:
-        encoded = _dumps([invocation[1], f, value, completion[2], invocation[0], completion[0]])
-        entries = pieces.get(key)
-        if entries is None:
-            pieces[key] = [encoded]
-        else:
-            entries.append(encoded)
+        _add_piece(pieces, key, [invocation[1], f, value, completion[2], invocation[0], completion[0]])
         return True
     assert keys is not None
     kind = completion[2]
