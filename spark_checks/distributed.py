@@ -663,7 +663,7 @@ def _fast_pieces(invocation: Op, completion: Op, pieces: dict[str, list[bytes]])
     f = invocation[3]
     given = invocation[4]
     done = completion[4]
-    value = given if done is None else done  # what `split_call` looks at (`_value_of`)
+    value = given if done is None else done  # what `split_call` looks at (`kafka_checker.analysed_value`)
     key: str | None = None
     keys: list[str] | None = None
     if f == "send":

@@ -228,16 +228,12 @@ def _norm_key(key: Any) -> Key:
     return key if key.__class__ is str else str(key)
 
 
-def _value_of(call: Call) -> JsonValue:
-    """The value Jepsen would analyse: the completion's, or the invocation's when unknown."""
-    value = call.output if call.outcome is _OK else call.completion_value
-    return call.input if value is None else value
-
-
 def analysed_value(call: Call) -> JsonValue:
     """The one value of a call the Kafka checks read (see "Which value of a call is
-    analysed" above): a piece shipped with only this value is checked alike."""
-    return _value_of(call)
+    analysed" above): the completion's, or the invocation's when unknown. A piece shipped
+    with only this value is checked alike."""
+    value = call.output if call.outcome is _OK else call.completion_value
+    return call.input if value is None else value
 
 
 def _order(call: Call) -> int:
@@ -256,7 +252,7 @@ def _malformed(call: Call, what: str) -> HistoryError:
 
 def _parse(call: Call, only: Key | None) -> tuple[Writes | None, Reads | None]:
     """A data call's sends and polls by key (only `only`'s when given)."""
-    value = _value_of(call)
+    value = analysed_value(call)
     if not value:
         return None, None
     f = call.f
@@ -395,7 +391,7 @@ def split_call(call: Call) -> list[tuple[Key, Call]]:
 
 
 def _single_send_key(call: Call) -> Key | None:
-    return single_send_key(_value_of(call))
+    return single_send_key(analysed_value(call))
 
 
 def single_send_key(value: JsonValue) -> Key | None:
@@ -656,7 +652,7 @@ class Assignments:
         self.values: dict[Process, list[JsonValue]] = {}  # the assignments' analysed values
         for call in live:
             self.orders.setdefault(call.process, []).append(_order(call))
-            self.values.setdefault(call.process, []).append(_value_of(call))
+            self.values.setdefault(call.process, []).append(analysed_value(call))
         self._named: dict[tuple[Process, int], frozenset[str]] = {}
 
     def names(self, process: Process, position: int) -> frozenset[str]:
@@ -754,7 +750,7 @@ def _collect(calls: Iterable[Call], only: Key | None, assignments: Assignments |
                 continue
             if not last_reads.get(call.process) and not last_sends.get(call.process):
                 continue  # nothing tracked for this process: the assignment changes nothing here
-            value = _value_of(call)
+            value = analysed_value(call)
             # `_norm_key` of each, in C: an assignment can name every key, and it is seen per part.
             named = set(map(str, value)) if isinstance(value, list) else set()
             for table in (last_reads, last_sends):

@@ -107,7 +107,7 @@ def text_summary(reports: Sequence[HistoryReport]) -> list[str]:
             f"{name}={json.dumps(value)}" for name, value in sorted(report.conventions.items())
         )
         where = f"{report.model}, {report.format}, {report.engine} engine"
-        size = f"{_size(report)}, {report.seconds:.2f} s"
+        size = f"{_size_text(report)}, {report.seconds:.2f} s"
         lines.append(f"{report.path}: {report.verdict.value.upper()} ({where}, {size})")
         if conventions:
             lines.append(f"  conventions: {conventions}")
@@ -120,7 +120,7 @@ def text_summary(reports: Sequence[HistoryReport]) -> list[str]:
     return lines
 
 
-def _size(report: HistoryReport) -> str:
+def _size_text(report: HistoryReport) -> str:
     parts = len(report.results)
     return f"{report.operations:,} operations ({report.calls:,} calls) in {parts:,} part{'s' * (parts != 1)}"
 
@@ -253,7 +253,7 @@ def html_report(reports: Sequence[HistoryReport], histories: Sequence[Sequence[O
             f"<section><h2>{html.escape(report.path)}: <span class='{report.verdict.value}'>"
             f"{report.verdict.value.upper()}</span></h2>"
             f"<p>model <b>{html.escape(report.model)}</b>, format {html.escape(report.format)}, "
-            f"{html.escape(report.engine)} engine, {_size(report)}, {report.seconds:.2f} s</p>"
+            f"{html.escape(report.engine)} engine, {_size_text(report)}, {report.seconds:.2f} s</p>"
             f"<h3>Conventions</h3><pre>{conventions}</pre>"
             f"<h3>Timeline</h3><p>Each bar is one operation from invocation to completion, one lane per "
             f"process; red bars are named by the evidence.</p>"
