@@ -20,22 +20,23 @@ import platform
 import time
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 from spec.checker import default_workers
-from spec.scenarios import DEFAULT_MAX_DEPTH, SCENARIOS, ScenarioOutcome, run_scenario
+from spec.scenarios import SCENARIOS, ScenarioOutcome, run_scenario
 
 TARGET_TOTAL_SECONDS = 60.0
 TARGET_STATES_PER_SECOND = 50_000.0
 
 
-def timed(run: Callable[[], ScenarioOutcome]) -> tuple[ScenarioOutcome, float]:
+def timed(run: Callable[[], ScenarioOutcome[Any]]) -> tuple[ScenarioOutcome[Any], float]:
     """The outcome of `run` and the CPU seconds it took."""
     started = time.process_time()
     outcome = run()
     return outcome, time.process_time() - started
 
 
-def best_of(repeat: int, run: Callable[[], ScenarioOutcome]) -> tuple[ScenarioOutcome, float]:
+def best_of(repeat: int, run: Callable[[], ScenarioOutcome[Any]]) -> tuple[ScenarioOutcome[Any], float]:
     runs = [timed(run) for _ in range(repeat)]
     return min(runs, key=lambda measured: measured[0].result.seconds)
 
@@ -43,13 +44,14 @@ def best_of(repeat: int, run: Callable[[], ScenarioOutcome]) -> tuple[ScenarioOu
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--max-depth", type=int, default=DEFAULT_MAX_DEPTH)
+    parser.add_argument("--max-depth", type=int, default=None, help="default: each scenario's own")
     parser.add_argument("--workers", type=int, default=max(2, default_workers()))
     arguments = parser.parse_args()
     workers = arguments.workers
 
     print(
-        f"python {platform.python_version()} on {platform.machine()}, max depth {arguments.max_depth}, "
+        f"python {platform.python_version()} on {platform.machine()}, "
+        f"max depth {arguments.max_depth or 'per scenario'}, "
         f"best of {arguments.repeat}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
     )
     header = f"{'scenario':26} {'found':15} {'states':>9} {'transitions':>12} {'seconds':>8} {'states/s':>9} "

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from conformance.machines.partition import DivergenceError, PartitionConformanceMachine, partition_machine_for
 from conformance.partition_sut import ReplicationSettings
 from spec import partition as spec_partition
+from spec.machines import Scenario
 from spec.partition import (
     Action,
     BrokerCrash,
@@ -55,7 +56,7 @@ from spec.partition import (
     ProducerSend,
     ReplicaBecomeLeaderOrFollower,
 )
-from spec.scenarios import SCENARIOS, Scenario
+from spec.partition_scenarios import SCENARIOS
 from spec.types import Acks, TruncationRule
 
 DEFAULT_DEPTH = 6
@@ -220,7 +221,7 @@ def _path_to(
     return tuple(reversed(actions))
 
 
-def scenario_paths(scenarios: Sequence[Scenario], depth: int) -> Iterator[ScenarioPaths]:
+def scenario_paths(scenarios: Sequence[Scenario[PartitionConfig]], depth: int) -> Iterator[ScenarioPaths]:
     """Each scenario's leaf paths within `depth`."""
     for scenario in scenarios:
         states, paths = leaf_paths(scenario.config, depth)
@@ -230,7 +231,7 @@ def scenario_paths(scenarios: Sequence[Scenario], depth: int) -> Iterator[Scenar
 def run_exhaustive(
     target: str,
     depth: int = DEFAULT_DEPTH,
-    scenarios: Sequence[Scenario] = SCENARIOS,
+    scenarios: Sequence[Scenario[PartitionConfig]] = SCENARIOS,
     directed: Sequence[DirectedPath] = DIRECTED_PATHS,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> ExhaustiveResult:

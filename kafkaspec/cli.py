@@ -29,14 +29,14 @@ from spark_checks.readers import FORMATS, open_history
 from spark_checks.report import evidence_indices, exit_code, html_report, report_json, text_summary
 from spark_checks.spark_session import spark_session
 from spec.checker import default_workers
+from spec.machines import plain
 from spec.scenarios import (
-    DEFAULT_MAX_DEPTH,
     SCENARIOS,
     SCENARIOS_BY_NAME,
     ConfigError,
     Scenario,
     ScenarioOutcome,
-    apply_overrides,
+    check_overrides,
     override_keys,
     run_scenario,
 )
@@ -103,42 +103,79 @@ def cli() -> None:
     """kafkaspec: Kafka's replication protocol as an executable, model-checked specification."""
 
 
+def _known_scenarios(names: Sequence[str]) -> list[Scenario[Any]]:
+    unknown = [name for name in names if name not in SCENARIOS_BY_NAME]
+    if unknown:
+        raise UsageProblem(f"unknown scenario {unknown[0]!r} (known: {', '.join(SCENARIOS_BY_NAME)})")
+    return [SCENARIOS_BY_NAME[name] for name in names]
+
+
+def _scenario_json(scenario: Scenario[Any]) -> dict[str, Any]:
+    return {
+        "name": scenario.name,
+        "machine": scenario.machine.name,
+        "expected": scenario.expected,
+        "summary": scenario.summary,
+        "invariants": list(scenario.invariants),
+        "witnesses": list(scenario.witnesses),
+        "reference": scenario.reference,
+        "max_depth": scenario.max_depth,
+        "config": plain(scenario.config),
+    }
+
+
 @cli.command("scenarios")
+@click.argument("names", nargs=-1, metavar="[SCENARIO]...")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-def scenarios_command(as_json: bool) -> None:
-    """List the named scenarios: configuration, checked properties, expected outcome."""
+def scenarios_command(names: tuple[str, ...], as_json: bool) -> None:
+    """List the named scenarios (expected outcome, what each shows), or show the named ones
+    in full: configuration, depth bound, checked properties, witnesses."""
+    chosen = _known_scenarios(names) if names else list(SCENARIOS)
     if as_json:
         document = {
-            "scenarios": [
-                {
-                    "name": scenario.name,
-                    "expected": scenario.expected,
-                    "summary": scenario.summary,
-                    "invariants": list(scenario.invariants),
-                    "witnesses": list(scenario.witnesses),
-                    "reference": scenario.reference,
-                }
-                for scenario in SCENARIOS
-            ],
-            "set_keys": dict(override_keys()),
+            "scenarios": [_scenario_json(scenario) for scenario in chosen],
+            "set_keys": dict(override_keys(chosen)),
         }
         click.echo(json.dumps(document, indent=2))
         return
     console = _stdout_console()
+    if names:
+        for scenario in chosen:
+            _print_scenario(console, scenario)
+        return
     table = Table(title="kafkaspec scenarios", show_lines=True)
     table.add_column("scenario", no_wrap=True)
+    table.add_column("machine", no_wrap=True)
     table.add_column("expected", no_wrap=True)
     table.add_column("what it shows")
-    table.add_column("source")
-    for scenario in SCENARIOS:
-        table.add_row(scenario.name, scenario.expected, scenario.summary, scenario.reference)
+    for scenario in chosen:
+        table.add_row(scenario.name, scenario.machine.name, scenario.expected, scenario.summary)
     console.print(table)
-    console.print("Configuration keys for `check --set key=value`:")
-    for key, description in override_keys().items():
-        console.print(f"  {key:34} {description}")
+    console.print(
+        "Configuration keys for `check --set key=value` (`kafkaspec scenarios NAME` for one in full):"
+    )
+    for key, description in override_keys(chosen).items():
+        console.print(f"  {key:34} {description}", highlight=False)
 
 
-def _print_outcome(console: Console, outcome: ScenarioOutcome, show_trace: bool) -> None:
+def _print_scenario(console: Console, scenario: Scenario[Any]) -> None:
+    """One scenario in full, as `kafkaspec scenarios NAME` shows it."""
+    console.print(f"[bold]{scenario.name}[/bold] ({scenario.machine.name}: {scenario.machine.title})")
+    console.print(f"  {scenario.summary}", highlight=False)
+    console.print(f"  expected: {scenario.expected}; depth bound {scenario.max_depth}", highlight=False)
+    if scenario.reference:
+        console.print(f"  source: {scenario.reference}", highlight=False)
+    console.print(f"  invariants: {', '.join(scenario.invariants)}", highlight=False)
+    if scenario.witnesses:
+        console.print(f"  witnesses (must be reachable): {', '.join(scenario.witnesses)}", highlight=False)
+    console.print("  configuration:", highlight=False)
+    for key, value in plain(scenario.config).items():
+        console.print(f"    {key} = {json.dumps(value)}", highlight=False)
+
+
+def _print_outcome(
+    console: Console, outcome: ScenarioOutcome[Any], show_trace: bool, full_state: bool
+) -> None:
     result = outcome.result
     scenario = outcome.scenario
     verdict = "as expected" if outcome.as_expected else "NOT AS EXPECTED"
@@ -146,7 +183,7 @@ def _print_outcome(console: Console, outcome: ScenarioOutcome, show_trace: bool)
         f"[bold]{scenario.name}[/bold]: {outcome.found} ({verdict}; expected {scenario.expected})",
         highlight=False,
     )
-    bound = "state space exhausted" if result.complete else f"depth bound {result.depth}"
+    bound = "state space exhausted" if result.complete else f"depth bound {outcome.max_depth}"
     console.print(
         f"  {result.distinct_states:,} distinct states, {result.transitions:,} transitions, {bound}, "
         f"{result.seconds:.2f} s ({result.states_per_second:,.0f} states/s)",
@@ -164,8 +201,10 @@ def _print_outcome(console: Console, outcome: ScenarioOutcome, show_trace: bool)
             f"{len(violation.trace) - 1} steps (found in {result.seconds_to_violation:.2f} s):",
             highlight=False,
         )
-        for line in render.describe_trace(violation.trace):
+        for line in render.describe_trace(scenario.machine, violation.trace, full_state):
             console.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)
+        if outcome.explanation:
+            console.print(f"  why: {outcome.explanation}", highlight=False, markup=False, soft_wrap=True)
 
 
 def _parse_workers(context: click.Context, parameter: click.Parameter, value: str) -> int:
@@ -186,9 +225,8 @@ def _parse_workers(context: click.Context, parameter: click.Parameter, value: st
 @click.option(
     "--max-depth",
     type=click.IntRange(min=0),
-    default=DEFAULT_MAX_DEPTH,
-    show_default=True,
-    help="Bound on the length of explored traces.",
+    default=None,
+    help="Bound on the length of explored traces (default: each scenario's own; `kafkaspec scenarios NAME`).",
 )
 @click.option(
     "--set",
@@ -207,14 +245,18 @@ def _parse_workers(context: click.Context, parameter: click.Parameter, value: st
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.option("--no-trace", is_flag=True, help="Do not print counterexample traces.")
+@click.option(
+    "--full-state", is_flag=True, help="Print the whole state at every trace step, not what changed."
+)
 def check_command(
     names: tuple[str, ...],
     check_all: bool,
-    max_depth: int,
+    max_depth: int | None,
     settings: tuple[str, ...],
     workers: int,
     as_json: bool,
     no_trace: bool,
+    full_state: bool,
 ) -> None:
     """Model-check scenarios; print the shortest counterexample of each violation.
 
@@ -223,19 +265,15 @@ def check_command(
     """
     if not names and not check_all:
         raise UsageProblem("name at least one scenario, or use --all (see `kafkaspec scenarios`)")
-    unknown = [name for name in names if name not in SCENARIOS_BY_NAME]
-    if unknown:
-        raise UsageProblem(f"unknown scenario {unknown[0]!r} (known: {', '.join(SCENARIOS_BY_NAME)})")
-    chosen: list[Scenario] = list(SCENARIOS) if check_all else [SCENARIOS_BY_NAME[name] for name in names]
+    chosen = list(SCENARIOS) if check_all else _known_scenarios(names)
     overrides = _parse_set(settings)
     try:
-        for scenario in chosen:
-            apply_overrides(scenario.config, overrides)
+        check_overrides(chosen, overrides)
     except ConfigError as error:
         raise UsageProblem(str(error)) from None
 
     console = _stdout_console()
-    outcomes: list[ScenarioOutcome] = []
+    outcomes: list[ScenarioOutcome[Any]] = []
     with _progress(Console(stderr=True), sys.stderr.isatty() and not as_json) as progress_for:
         for scenario in chosen:
             outcome = run_scenario(
@@ -243,7 +281,7 @@ def check_command(
             )
             outcomes.append(outcome)
             if not as_json:
-                _print_outcome(console, outcome, show_trace=not no_trace and not check_all)
+                _print_outcome(console, outcome, not no_trace and not check_all, full_state)
 
     if as_json:
         click.echo(
@@ -515,7 +553,7 @@ def _window(report: HistoryReport) -> list[Operation]:
     return list(itertools.islice(near, 2000))
 
 
-def _print_summary(console: Console, outcomes: list[ScenarioOutcome]) -> None:
+def _print_summary(console: Console, outcomes: list[ScenarioOutcome[Any]]) -> None:
     table = Table(title="kafkaspec check --all")
     for column in ("scenario", "expected", "found"):
         table.add_column(column, no_wrap=True)

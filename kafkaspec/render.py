@@ -3,173 +3,76 @@
 from __future__ import annotations
 
 import dataclasses
-import enum
+from collections.abc import Sequence
 from typing import Any
 
 from spec.checker import TraceStep
-from spec.log import ReplicaLog
-from spec.partition import Action, PartitionState, Replica, Role
-from spec.scenarios import ScenarioOutcome
+from spec.machines import Machine, ScenarioOutcome, changed_lines, plain
 from spec.types import Acks
 
 
 def _plain(value: object) -> object:
     if isinstance(value, Acks):
         return str(value)  # acks=all reads better than -1
-    if isinstance(value, enum.Enum):
-        return value.value
-    return value
+    return plain(value)
 
 
-def action_name(action: Action | None) -> str:
+def action_name(action: object | None) -> str:
     """`ProducerSend` etc., or `Init` for the initial state."""
     return "Init" if action is None else type(action).__name__
 
 
-def action_arguments(action: Action | None) -> dict[str, object]:
+def action_arguments(action: object | None) -> dict[str, object]:
     """The action's explicit parameters, as plain values."""
-    if action is None:
+    if action is None or not dataclasses.is_dataclass(action):
         return {}
     return {field.name: _plain(getattr(action, field.name)) for field in dataclasses.fields(action)}
 
 
-def describe_action(action: Action | None) -> str:
+def describe_action(action: object | None) -> str:
     """`LeaderHandleFetch(follower=1)`."""
     arguments = ", ".join(f"{name}={value}" for name, value in action_arguments(action).items())
     return f"{action_name(action)}({arguments})"
 
 
-def _format_set(members: frozenset[int]) -> str:
-    return "{" + ",".join(str(member) for member in sorted(members)) + "}"
-
-
-def _format_log(log: ReplicaLog) -> str:
-    entries = " ".join(
-        f"{log.log_start_offset + index}:v{record.value}@e{record.epoch}"
-        for index, record in enumerate(log.records)
-    )
-    return f"[{entries}]"
-
-
-def _format_entries(entries: frozenset[tuple[int, int]]) -> str:
-    return "{" + " ".join(f"{offset}:v{value}" for offset, value in sorted(entries)) + "}"
-
-
-def _describe_replica(replica_id: int, replica: Replica) -> str:
-    if not replica.alive:
-        status = "down"
-    elif replica.role is Role.FOLLOWER:
-        status = (
-            f"follower of {replica.leader if replica.leader is not None else '-'} ({replica.phase.value})"
-        )
-    else:
-        status = replica.role.value
-    log = replica.log
-    parts = [
-        f"replica {replica_id}: {status:28}",
-        f"epoch {replica.leader_epoch:>2}",
-        f"LEO {log.log_end_offset}",
-        f"HW {log.high_watermark}",
-    ]
-    if log.log_start_offset:
-        parts.append(f"start {log.log_start_offset}")
-    parts.append(f"log {_format_log(log)}")
-    if replica.alive and replica.role is Role.LEADER:
-        parts.append(f"ISR {_format_set(replica.isr)}")
-    if replica.fetch_in_flight is not None:
-        response = replica.fetch_in_flight
-        in_flight = f"{len(response.records)} records, HW {response.leader_high_watermark}"
-        parts.append(f"(fetch response in flight: {in_flight})")
-    return "  ".join(parts)
-
-
-def describe_state(state: PartitionState) -> list[str]:
-    """One line for the controller, one per replica, one for what clients were promised."""
-    controller = state.controller
-    leader = controller.leader if controller.leader is not None else "none (offline)"
-    lines = [
-        f"controller: leader {leader}  epoch {controller.leader_epoch}  ISR {_format_set(controller.isr)}"
-    ]
-    lines += [_describe_replica(replica_id, replica) for replica_id, replica in enumerate(state.replicas)]
-    history = state.history
-    lines.append(
-        f"clients: acknowledged {_format_entries(history.acknowledged)}"
-        + f"  committed {_format_entries(history.committed)}"
-        + (f"  lossy crashes {history.lossy_crashes}" if history.lossy_crashes else "")
-        + (f"  unclean elections {history.unclean_elections}" if history.unclean_elections else "")
-    )
-    return lines
-
-
-def describe_trace(trace: tuple[TraceStep[PartitionState, Action], ...]) -> list[str]:
-    """A counterexample, step by step: each action and the state after it."""
+def describe_trace(
+    machine: Machine[Any, Any, Any], trace: tuple[TraceStep[Any, Any], ...], full_state: bool = False
+) -> list[str]:
+    """A trace, step by step: each action and the lines of the state it changed (every line
+    with `full_state`; the first step always shows the whole initial state)."""
     lines: list[str] = []
+    previous: Sequence[str] | None = None
     for number, step in enumerate(trace):
         lines.append(f"step {number}: {describe_action(step.action)}")
-        lines += [f"    {line}" for line in describe_state(step.state)]
+        current = machine.describe_state(step.state)
+        shown = current if full_state else changed_lines(previous, current)
+        lines += [f"    {line}" for line in shown]
+        previous = current
     return lines
 
 
-def state_json(state: PartitionState) -> dict[str, Any]:
-    """The state as plain JSON values."""
-    controller = state.controller
-    return {
-        "controller": {
-            "leader": controller.leader,
-            "leader_epoch": controller.leader_epoch,
-            "isr": sorted(controller.isr),
-        },
-        "replicas": [
-            {
-                "id": replica_id,
-                "alive": replica.alive,
-                "role": replica.role.value,
-                "leader": replica.leader,
-                "leader_epoch": replica.leader_epoch,
-                "phase": replica.phase.value,
-                "log_start_offset": replica.log.log_start_offset,
-                "log_end_offset": replica.log.log_end_offset,
-                "high_watermark": replica.log.high_watermark,
-                "records": [
-                    {
-                        "offset": replica.log.log_start_offset + index,
-                        "epoch": record.epoch,
-                        "value": record.value,
-                    }
-                    for index, record in enumerate(replica.log.records)
-                ],
-                "epoch_cache": [[entry.epoch, entry.start_offset] for entry in replica.log.epoch_cache],
-                "isr": sorted(replica.isr),
-                "fetch_in_flight": replica.fetch_in_flight is not None,
-            }
-            for replica_id, replica in enumerate(state.replicas)
-        ],
-        "acknowledged": sorted(map(list, state.history.acknowledged)),
-        "committed": sorted(map(list, state.history.committed)),
-        "lossy_crashes": state.history.lossy_crashes,
-        "unclean_elections": state.history.unclean_elections,
-    }
-
-
-def trace_json(trace: tuple[TraceStep[PartitionState, Action], ...]) -> list[dict[str, Any]]:
+def trace_json(
+    machine: Machine[Any, Any, Any], trace: tuple[TraceStep[Any, Any], ...]
+) -> list[dict[str, Any]]:
     """A trace as a list of {step, action, args, state}."""
     return [
         {
             "step": number,
             "action": action_name(step.action),
             "args": action_arguments(step.action),
-            "state": state_json(step.state),
+            "state": machine.as_json(step.state),
         }
         for number, step in enumerate(trace)
     ]
 
 
-def outcome_json(outcome: ScenarioOutcome) -> dict[str, Any]:
+def outcome_json(outcome: ScenarioOutcome[Any]) -> dict[str, Any]:
     """One scenario's outcome for `--json`."""
     result = outcome.result
     violation = result.violation
     return {
         "name": outcome.scenario.name,
+        "machine": outcome.scenario.machine.name,
         "expected": outcome.scenario.expected,
         "found": outcome.found,
         "as_expected": outcome.as_expected,
@@ -185,5 +88,7 @@ def outcome_json(outcome: ScenarioOutcome) -> dict[str, Any]:
         else None,
         "witnesses": dict(result.witnesses_reached),
         "missing_witnesses": list(outcome.missing_witnesses),
-        "trace": trace_json(violation.trace) if violation else None,
+        "max_depth": outcome.max_depth,
+        "explanation": outcome.explanation,
+        "trace": trace_json(outcome.scenario.machine, violation.trace) if violation else None,
     }

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from spec.checker import CheckResult, Model, check
-from spec.scenarios import SCENARIOS, model_for
+from spec.partition_scenarios import SCENARIOS, model_for
 
 
 @dataclass(frozen=True)

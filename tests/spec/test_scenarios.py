@@ -7,23 +7,28 @@ import pytest
 from spec import partition
 from spec.checker import check
 from spec.log import record_at
-from spec.partition import BrokerCrash, FollowerTruncate, PartitionState
+from spec.partition import BrokerCrash, FollowerTruncate, PartitionConfig, PartitionState
+from spec.partition_scenarios import PARTITION, SCENARIOS, model_for
 from spec.scenarios import (
     DEFAULT_MAX_DEPTH,
-    SCENARIOS,
     SCENARIOS_BY_NAME,
     ConfigError,
     ScenarioOutcome,
-    apply_overrides,
-    model_for,
+    check_overrides,
     run_scenario,
 )
 from spec.types import Acks, TruncationRule
 
-_outcomes: dict[str, ScenarioOutcome] = {}
+_outcomes: dict[str, ScenarioOutcome[PartitionConfig]] = {}
 
 
-def outcome_of(name: str) -> ScenarioOutcome:
+def apply_overrides(config: PartitionConfig, overrides: dict[str, str]) -> PartitionConfig:
+    """`--set` as the command line reads it for a partition scenario."""
+    check_overrides([SCENARIOS_BY_NAME["clean-election"]], overrides)
+    return PARTITION.apply_overrides(config, overrides)
+
+
+def outcome_of(name: str) -> ScenarioOutcome[PartitionConfig]:
     """Each scenario is checked once per test session."""
     if name not in _outcomes:
         _outcomes[name] = run_scenario(SCENARIOS_BY_NAME[name])
@@ -33,7 +38,8 @@ def outcome_of(name: str) -> ScenarioOutcome:
 def final_state(name: str) -> PartitionState:
     violation = outcome_of(name).result.violation
     assert violation is not None
-    return violation.trace[-1].state
+    state: PartitionState = violation.trace[-1].state
+    return state
 
 
 VIOLATING = [scenario.name for scenario in SCENARIOS if scenario.expect_violation]

@@ -1,0 +1,116 @@
+"""How a partition state reads: as text lines for a trace, and as plain JSON values.
+
+One line for the controller, one per replica (role, leader epoch, LEO, HW, log as
+`offset:value@epoch`), one for what clients were told. The command line prints at each step of
+a trace only the lines that changed (`spec.machines.changed_lines`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spec.log import ReplicaLog
+from spec.partition import PartitionState, Replica, Role
+
+
+def _format_set(members: frozenset[int]) -> str:
+    return "{" + ",".join(str(member) for member in sorted(members)) + "}"
+
+
+def _format_log(log: ReplicaLog) -> str:
+    entries = " ".join(
+        f"{log.log_start_offset + index}:v{record.value}@e{record.epoch}"
+        for index, record in enumerate(log.records)
+    )
+    return f"[{entries}]"
+
+
+def _format_entries(entries: frozenset[tuple[int, int]]) -> str:
+    return "{" + " ".join(f"{offset}:v{value}" for offset, value in sorted(entries)) + "}"
+
+
+def _describe_replica(replica_id: int, replica: Replica) -> str:
+    if not replica.alive:
+        status = "down"
+    elif replica.role is Role.FOLLOWER:
+        status = (
+            f"follower of {replica.leader if replica.leader is not None else '-'} ({replica.phase.value})"
+        )
+    else:
+        status = replica.role.value
+    log = replica.log
+    parts = [
+        f"replica {replica_id}: {status:28}",
+        f"epoch {replica.leader_epoch:>2}",
+        f"LEO {log.log_end_offset}",
+        f"HW {log.high_watermark}",
+    ]
+    if log.log_start_offset:
+        parts.append(f"start {log.log_start_offset}")
+    parts.append(f"log {_format_log(log)}")
+    if replica.alive and replica.role is Role.LEADER:
+        parts.append(f"ISR {_format_set(replica.isr)}")
+    if replica.fetch_in_flight is not None:
+        response = replica.fetch_in_flight
+        in_flight = f"{len(response.records)} records, HW {response.leader_high_watermark}"
+        parts.append(f"(fetch response in flight: {in_flight})")
+    return "  ".join(parts)
+
+
+def describe_state(state: PartitionState) -> list[str]:
+    """One line for the controller, one per replica, one for what clients were promised."""
+    controller = state.controller
+    leader = controller.leader if controller.leader is not None else "none (offline)"
+    lines = [
+        f"controller: leader {leader}  epoch {controller.leader_epoch}  ISR {_format_set(controller.isr)}"
+    ]
+    lines += [_describe_replica(replica_id, replica) for replica_id, replica in enumerate(state.replicas)]
+    history = state.history
+    lines.append(
+        f"clients: acknowledged {_format_entries(history.acknowledged)}"
+        + f"  committed {_format_entries(history.committed)}"
+        + (f"  lossy crashes {history.lossy_crashes}" if history.lossy_crashes else "")
+        + (f"  unclean elections {history.unclean_elections}" if history.unclean_elections else "")
+    )
+    return lines
+
+
+def state_json(state: PartitionState) -> dict[str, Any]:
+    """The state as plain JSON values."""
+    controller = state.controller
+    return {
+        "controller": {
+            "leader": controller.leader,
+            "leader_epoch": controller.leader_epoch,
+            "isr": sorted(controller.isr),
+        },
+        "replicas": [
+            {
+                "id": replica_id,
+                "alive": replica.alive,
+                "role": replica.role.value,
+                "leader": replica.leader,
+                "leader_epoch": replica.leader_epoch,
+                "phase": replica.phase.value,
+                "log_start_offset": replica.log.log_start_offset,
+                "log_end_offset": replica.log.log_end_offset,
+                "high_watermark": replica.log.high_watermark,
+                "records": [
+                    {
+                        "offset": replica.log.log_start_offset + index,
+                        "epoch": record.epoch,
+                        "value": record.value,
+                    }
+                    for index, record in enumerate(replica.log.records)
+                ],
+                "epoch_cache": [[entry.epoch, entry.start_offset] for entry in replica.log.epoch_cache],
+                "isr": sorted(replica.isr),
+                "fetch_in_flight": replica.fetch_in_flight is not None,
+            }
+            for replica_id, replica in enumerate(state.replicas)
+        ],
+        "acknowledged": sorted(map(list, state.history.acknowledged)),
+        "committed": sorted(map(list, state.history.committed)),
+        "lossy_crashes": state.history.lossy_crashes,
+        "unclean_elections": state.history.unclean_elections,
+    }
