@@ -16,7 +16,7 @@ from spec import partition
 from spec.checker import Model
 from spec.machines import Machine, Scenario, Setting, parse_bool, parse_count
 from spec.partition import Action, PartitionConfig, PartitionState
-from spec.partition_view import describe_state, state_json
+from spec.partition_view import describe_state, explain, state_json
 from spec.types import Acks, TruncationRule
 
 
@@ -84,6 +84,7 @@ PARTITION: Machine[PartitionConfig, PartitionState, Action] = Machine(
     describe_state=describe_state,
     validate=validate,
     state_json=state_json,
+    explain=explain,
 )
 
 _DIVERGENCE = ("replicas_agree_on_epoch_offsets", "followers_are_prefix_of_leader")

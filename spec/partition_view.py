@@ -2,14 +2,17 @@
 
 One line for the controller, one per replica (role, leader epoch, LEO, HW, log as
 `offset:value@epoch`), one for what clients were told. The command line prints at each step of
-a trace only the lines that changed (`spec.machines.changed_lines`).
+a trace only the lines that changed (`spec.machines.changed_lines`), and ends a counterexample
+with `explain`'s sentence: which record is missing from which leader's log, or at which offset
+two replicas diverge.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from spec.log import ReplicaLog
+from spec import partition
+from spec.log import ReplicaLog, record_at
 from spec.partition import PartitionState, Replica, Role
 
 
@@ -114,3 +117,56 @@ def state_json(state: PartitionState) -> dict[str, Any]:
         "lossy_crashes": state.history.lossy_crashes,
         "unclean_elections": state.history.unclean_elections,
     }
+
+
+def _missing_record(state: PartitionState, entries: frozenset[tuple[int, int]], what: str) -> str:
+    """Which of `entries` the true leader's log lacks, in words."""
+    leader_id = partition.true_leader(state)
+    if leader_id is None:
+        return f"a {what} record is missing, and the partition has no leader"
+    log = state.replicas[leader_id].log
+    for offset, value in sorted(entries):
+        if offset < max(log.log_start_offset, state.history.retention_floor):
+            continue
+        held = record_at(log, offset)
+        if held is None:
+            return f"record {offset}:v{value}, {what}, is missing from the leader {leader_id}'s log"
+        if held.value != value:
+            return (
+                f"record {offset}:v{value}, {what}, was replaced by {offset}:v{held.value}@e{held.epoch} "
+                f"in the leader {leader_id}'s log"
+            )
+    return f"every {what} record is in the leader {leader_id}'s log"
+
+
+def _divergence(state: PartitionState) -> str:
+    """Two replicas that hold different records at one offset, in words."""
+    for first_id, first in enumerate(state.replicas):
+        for second_id in range(first_id + 1, len(state.replicas)):
+            second = state.replicas[second_id]
+            start = max(first.log.log_start_offset, second.log.log_start_offset)
+            for offset in range(start, min(first.log.log_end_offset, second.log.log_end_offset)):
+                mine, theirs = record_at(first.log, offset), record_at(second.log, offset)
+                if mine is not None and theirs is not None and mine != theirs:
+                    return (
+                        f"replicas {first_id} and {second_id} hold different records at offset {offset}: "
+                        f"v{mine.value}@e{mine.epoch} and v{theirs.value}@e{theirs.epoch}"
+                    )
+    return "the replicas' logs diverge"
+
+
+def explain(property_name: str, state: PartitionState) -> str:
+    """Why `property_name` fails in `state`, in one sentence."""
+    history = state.history
+    if property_name == "committed_records_survive":
+        return _missing_record(state, history.committed, "committed (the HW passed it)")
+    if property_name == "consumed_records_survive":
+        return _missing_record(state, history.consumable, "readable by consumers")
+    if property_name == "acknowledged_records_survive":
+        return _missing_record(state, history.acknowledged, "acknowledged to its producer")
+    if property_name == "acks_all_records_survive":
+        return _missing_record(state, history.acknowledged_all, "acknowledged with acks=all")
+    if property_name in {"replicas_agree_on_epoch_offsets", "followers_are_prefix_of_leader"}:
+        return _divergence(state)
+    description = (partition.INVARIANTS[property_name].__doc__ or property_name).split(".")[0]
+    return f"this state breaks: {' '.join(description.split())}"

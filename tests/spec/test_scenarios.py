@@ -198,3 +198,26 @@ def test_overrides_use_kafka_names():
 def test_bad_overrides_name_the_problem(overrides, message):
     with pytest.raises(ConfigError, match=message.replace(".", r"\.").replace("(", r"\(")):
         apply_overrides(SCENARIOS_BY_NAME["clean-election"].config, overrides)
+
+
+@pytest.mark.parametrize(
+    ("name", "sentence"),
+    [
+        ("acks1-loss", "record 0:v0, acknowledged to its producer, is missing from the leader 1's log"),
+        (
+            "hw-truncation-loss",
+            "record 0:v0, committed (the HW passed it), is missing from the leader 1's log",
+        ),
+        ("hw-truncation-divergence", "replicas 0 and 1 hold different records at offset 0: v1@e2 and v0@e0"),
+        (
+            "unclean-election-loss",
+            "record 0:v0, committed (the HW passed it), is missing from the leader 1's log",
+        ),
+        (
+            "acks-all-single-isr",
+            "record 0:v0, acknowledged to its producer, is missing from the leader 0's log",
+        ),
+    ],
+)
+def test_each_counterexample_ends_with_a_sentence_saying_why(name, sentence):
+    assert outcome_of(name).explanation == sentence
