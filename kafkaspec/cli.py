@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -25,8 +26,18 @@ from kafkaspec import render
 from spark_checks.checking import MODEL_NAMES, Budget
 from spark_checks.engine import ENGINES, HistoryReport, VerifyOptions, choose_engine, verify_history
 from spark_checks.history import HistoryError, Operation
+from spark_checks.linearizability import DEFAULT_MAX_MEMORY_BYTES
 from spark_checks.readers import FORMATS, open_history
-from spark_checks.report import evidence_indices, exit_code, html_report, report_json, text_summary
+from spark_checks.report import (
+    ReportPathError,
+    check_report_path,
+    evidence_indices,
+    exit_code,
+    html_report,
+    report_json,
+    text_summary,
+    write_report,
+)
 from spark_checks.spark_session import spark_session
 from spec.checker import default_workers
 from spec.machines import plain
@@ -304,6 +315,17 @@ def check_command(
     sys.exit(code)
 
 
+def _parse_positive_seconds(context: click.Context, parameter: click.Parameter, value: str) -> float:
+    """A number of seconds greater than zero, or inf; NaN, zero and negatives are bad input."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not seconds > 0:  # also catches NaN
+        raise click.BadParameter(f"{value!r} is not a positive number of seconds", context, parameter)
+    return seconds
+
+
 @cli.command("verify")
 @click.argument("histories", nargs=-1, required=True, metavar="HISTORY...")
 @click.option(
@@ -348,10 +370,18 @@ def check_command(
 )
 @click.option(
     "--max-seconds",
-    type=click.FloatRange(min=0.01),
-    default=60.0,
+    default="60",
     show_default=True,
-    help="Budget per independent part; past it the verdict is unknown.",
+    callback=_parse_positive_seconds,
+    help="Time budget of the whole verification (inf: none); parts not decided by then are unknown.",
+)
+@click.option(
+    "--max-memory",
+    "max_memory_mb",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_MEMORY_BYTES // (1024 * 1024),
+    show_default=True,
+    help="Megabytes of search cache per linearizability part (estimated); past it the part is unknown.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def verify_command(
@@ -365,6 +395,7 @@ def verify_command(
     nil_read: str | None,
     failed_cas: str | None,
     max_seconds: float,
+    max_memory_mb: int,
     as_json: bool,
 ) -> int:
     """Verify histories for linearizability or Kafka anomalies.
@@ -381,15 +412,18 @@ def verify_command(
         conventions["nil_read"] = nil_read
     if failed_cas is not None:
         conventions["failed_cas"] = failed_cas
-    if report_path is not None and report_path.exists():
-        raise UsageProblem(f"{report_path} already exists; choose another --report file")
+    if report_path is not None:
+        try:
+            check_report_path(report_path)  # before the check, not after it
+        except ReportPathError as error:
+            raise UsageProblem(str(error)) from None
     options = VerifyOptions(
         model=model,
         fmt=fmt,
         engine=engine,
         master=master,
         conventions=conventions,
-        budget=Budget(max_seconds=max_seconds),
+        budget=Budget.from_now(max_seconds, max_memory_mb * 1024 * 1024),
     )
     reports = []
     spark = None
@@ -412,15 +446,25 @@ def verify_command(
             except (ValueError, FileExistsError) as error:
                 raise UsageProblem(f"{path}: {error}") from None
             reports.append(report)
+    report_text = None
     if report_path is not None:
         windows = [r.history if r.history is not None else list(_window(r)) for r in reports]
-        report_path.write_text(html_report(reports, windows), encoding="utf-8")
+        report_text = html_report(reports, windows)
     if as_json:
         click.echo(json.dumps(report_json(reports), indent=2))
     else:
         for line in text_summary(reports):
             console.print(line, highlight=False, markup=False)
-        if report_path is not None:
+    if report_path is not None and report_text is not None:
+        try:
+            write_report(report_path, report_text)
+        except FileExistsError:
+            raise UsageProblem(
+                f"{report_path} appeared while the histories were checked; not overwritten"
+            ) from None
+        except OSError as error:
+            raise UsageProblem(f"cannot write the report {report_path}: {error.strerror}") from None
+        if not as_json:
             console.print(f"report: {report_path}", highlight=False, markup=False)
     return exit_code(reports)
 

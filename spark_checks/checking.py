@@ -9,11 +9,20 @@ Splitting (P-compositionality): a history of independent objects is linearizable
 object's sub-history is (Herlihy & Wing). Register-like models split by the operation's
 `key`; Kafka histories split by topic-partition key: a `poll` or `txn` that touches several
 keys becomes one sub-call per key holding only that key's micro-operations.
+
+Budgets (`Budget`): a part that cannot be decided within its budget is `unknown`, never a
+guess. `deadline` is the instant (`time.time()`, so it means the same in a Spark task) by
+which the whole verification must be done: a part started after it is not checked, a Kafka
+part gets the time left, and a linearizability part, whose search can use any amount of
+time, gets its share of the time left (`check_part`'s `parts_left`), so one hard part
+cannot starve the others (c50-bad: four keys are too hard for any budget, the other six are
+refuted in milliseconds each).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import operator
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -21,6 +30,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
+from reference.models import resolve_conventions
 from spark_checks import kafka_checker, linearizability
 from spark_checks.history import Call, CheckResult, JsonValue, Operation, Outcome, Verdict
 
@@ -39,10 +49,28 @@ MODEL_NAMES = (
 
 @dataclass(frozen=True)
 class Budget:
-    """How much one part may cost before its verdict becomes `unknown`."""
+    """How much a part may cost before its verdict becomes `unknown`: `max_seconds` and
+    `max_states` per part, `max_memory_bytes` of search cache per part (an estimate, see
+    `linearizability`), and `deadline`, a `time.time()` instant by which every part must be
+    done. A budget that is not a positive number (NaN, zero, negative) is a `ValueError`."""
 
     max_seconds: float = 60.0
     max_states: int = 10_000_000
+    max_memory_bytes: int = linearizability.DEFAULT_MAX_MEMORY_BYTES
+    deadline: float = math.inf
+
+    def __post_init__(self) -> None:
+        linearizability.check_budget(self.max_seconds, self.max_states, self.max_memory_bytes)
+        if math.isnan(self.deadline):
+            raise ValueError("the deadline must be a time, got nan")
+
+    @classmethod
+    def from_now(
+        cls, seconds: float, max_memory_bytes: int = linearizability.DEFAULT_MAX_MEMORY_BYTES
+    ) -> Budget:
+        """A budget for a whole verification that must end `seconds` from now."""
+        linearizability.check_budget(seconds, 1, max_memory_bytes)
+        return cls(max_seconds=seconds, max_memory_bytes=max_memory_bytes, deadline=time.time() + seconds)
 
 
 @dataclass(frozen=True)
@@ -147,13 +175,19 @@ def split_calls(plan: Plan, calls: Iterable[Call]) -> Iterator[tuple[str, Call]]
         yield partition_key_json(model.partition_key(call)), call
 
 
-def check_part(plan: Plan, key_json: str, calls: Sequence[Call]) -> CheckResult:
-    """Check one independent part; the result's `partition` is its key."""
+def check_part(plan: Plan, key_json: str, calls: Sequence[Call], parts_left: int = 1) -> CheckResult:
+    """Check one independent part; the result's `partition` is its key. `parts_left`: the
+    parts still to check before the deadline, this one included (a linearizability part gets
+    that share of the time left)."""
     started = time.perf_counter()
+    late = _not_checked(plan, key_json, calls)
+    if late is not None:
+        return late
     ordered = sorted(calls, key=_INVOKE_INDEX)
     if key_json == CYCLES_PART:
         return _with_seconds(_check_cycles(plan, ordered), time.perf_counter() - started)
     key = json.loads(key_json)
+    budget = plan.budget
     if plan.model == "kafka":
         context = plan.kafka or KafkaContext()
         result = kafka_checker.check_kafka_key(
@@ -162,17 +196,42 @@ def check_part(plan: Plan, key_json: str, calls: Sequence[Call]) -> CheckResult:
             sub_via=context.sub_via,
             committed_info=context.committed_info,
             assignments=context.assignments(),
+            deadline=budget.deadline,
         )
     else:
+        now = time.time()
         results = linearizability.check_linearizability(
             ordered,
             plan.model,
             plan.conventions,
-            max_seconds=plan.budget.max_seconds,
-            max_states=plan.budget.max_states,
+            max_seconds=budget.max_seconds,
+            max_states=budget.max_states,
+            max_memory_bytes=budget.max_memory_bytes,
+            deadline=now + (budget.deadline - now) / max(parts_left, 1),
         )
         result = _single(results, key)
     return _with_seconds(result, time.perf_counter() - started)
+
+
+def _not_checked(plan: Plan, key_json: str, calls: Sequence[Call]) -> CheckResult | None:
+    """The `unknown` result of a part reached after the deadline (None before it)."""
+    if time.time() < plan.budget.deadline:
+        return None
+    reason = f"not checked: {kafka_checker.BUDGET_EXHAUSTED_REASON}"
+    key: JsonValue = CYCLES_PART if key_json == CYCLES_PART else json.loads(key_json)
+    if plan.model == "kafka":
+        context = plan.kafka or KafkaContext()
+        conventions = kafka_checker.unchecked_conventions(context.sub_via)
+        return kafka_checker.budget_exhausted(key, len(calls), conventions, reason)
+    return CheckResult(
+        checker=linearizability.CHECKER,
+        model=plan.model,
+        partition=key,
+        verdict=Verdict.UNKNOWN,
+        operations=len(calls),
+        evidence={"reason": reason},
+        conventions=dict(resolve_conventions(plan.conventions)),
+    )
 
 
 def check_key_deciding_commits(
@@ -182,9 +241,16 @@ def check_key_deciding_commits(
     from this part alone (`kafka_checker.committed_info_calls(calls)`), and that set: what a
     distributed engine decides first, in the same pass as the check."""
     started = time.perf_counter()
+    late = _not_checked(plan, key_json, calls)
+    if late is not None:
+        return late, frozenset()
     ordered = sorted(calls, key=_INVOKE_INDEX)
     result, own = kafka_checker.check_kafka_key_deciding_commits(
-        json.loads(key_json), ordered, sub_via=context.sub_via, assignments=context.assignments()
+        json.loads(key_json),
+        ordered,
+        sub_via=context.sub_via,
+        assignments=context.assignments(),
+        deadline=plan.budget.deadline,
     )
     return _with_seconds(result, time.perf_counter() - started), own
 
@@ -194,8 +260,21 @@ def _check_cycles(plan: Plan, calls: Sequence[Call]) -> CheckResult:
     reported by the per-key parts, so only the cross-key ones are kept here."""
     context = plan.kafka or KafkaContext()
     whole = kafka_checker.check_kafka(
-        [*calls, *context.subscriptions], sub_via=context.sub_via, committed_info=context.committed_info
+        [*calls, *context.subscriptions],
+        sub_via=context.sub_via,
+        committed_info=context.committed_info,
+        deadline=plan.budget.deadline,
     )
+    if whole.verdict is Verdict.UNKNOWN:
+        return CheckResult(
+            whole.checker,
+            whole.model,
+            CYCLES_PART,
+            whole.verdict,
+            whole.operations,
+            whole.evidence,
+            whole.conventions,
+        )
     anomalies = {
         name: records
         for name, records in whole.evidence.get("anomalies", {}).items()

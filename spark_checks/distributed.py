@@ -889,7 +889,8 @@ def _check_parts(
                 yield RESULT, _dumps(result_to_row(result))
                 continue
             part_plan = plan.with_kafka_context(part_context)
-        yield RESULT, _dumps(result_to_row(check_part(part_plan, part, calls)))
+        checked = check_part(part_plan, part, calls, parts_left=len(names) - number + 1)
+        yield RESULT, _dumps(result_to_row(checked))
 
 
 # ---------------------------------------------------------------------------------------

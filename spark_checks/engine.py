@@ -241,7 +241,7 @@ def _check_calls(
     for number, (key_json, part) in enumerate(sorted(parts.items()), start=1):
         if progress is not None:
             progress(f"part {number}/{len(parts)}")
-        results.append(check_part(plan, key_json, part))
+        results.append(check_part(plan, key_json, part, parts_left=len(parts) - number + 1))
     return Checked(results, operations, len(calls))
 
 

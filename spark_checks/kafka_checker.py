@@ -103,8 +103,12 @@ for results equal to `check_kafka`'s; without it a key uses its own evidence onl
 (`G1c*`) need the whole history: only `check_kafka` looks for them.
 
 Cost: one pass over the calls into per-key dicts keyed by offset and value, then one pass per
-key; about 10^5 calls/s in CPython. The cycle graph is built only when a call both sends and
-polls or a read precedes its send (otherwise no cycle can exist; see `_cycles`).
+key; about 10^5 calls/s in CPython. Every check takes a `deadline` (a `time.time()` instant,
+none by default): the clock is read every `_CALLS_PER_CLOCK_READ` calls of the first pass, per
+key of the second and per component of the cycle search, and a check still running at the
+deadline answers `unknown` with the reason (`budget_exhausted`), never a partial verdict.
+The cycle graph is built only when a call both sends and polls or a read precedes its send
+(otherwise no cycle can exist; see `_cycles`).
 """
 
 from __future__ import annotations
@@ -112,6 +116,7 @@ from __future__ import annotations
 import enum
 import gc
 import json
+import math
 import sys
 import time
 from bisect import bisect_left
@@ -177,6 +182,9 @@ ALLOWED_UNDER_SUBSCRIBE: Final = frozenset({"poll-skip", "nonmonotonic-poll"})
 
 MAX_LISTED: Final = 32
 """Longest list of values inside one record (skipped values, unseen values); counts are exact."""
+
+_CALLS_PER_CLOCK_READ: Final = 4096
+"""Calls of the first pass between two reads of the clock (a read costs about a call's work)."""
 
 _SEND: Final = frozenset({"send", ":send"})
 _POLL: Final = frozenset({"poll", ":poll"})
@@ -710,7 +718,21 @@ class _Pruner:
                 return
 
 
-def _collect(calls: Iterable[Call], only: Key | None, assignments: Assignments | None = None) -> _Collected:
+class _OutOfTimeError(Exception):
+    """The check reached its deadline (caught in `_check`)."""
+
+
+def _check_clock(deadline: float) -> None:
+    if time.time() >= deadline:
+        raise _OutOfTimeError
+
+
+def _collect(
+    calls: Iterable[Call],
+    only: Key | None,
+    assignments: Assignments | None = None,
+    deadline: float = math.inf,
+) -> _Collected:
     out = _Collected()
     ordered = list(calls)
     out.calls = len(ordered)
@@ -742,7 +764,14 @@ def _collect(calls: Iterable[Call], only: Key | None, assignments: Assignments |
     # Per process: key -> (call that last read/sent it, its last value there).
     last_reads: dict[Process, dict[Key, tuple[Call, Any]]] = {}
     last_sends: dict[Process, dict[Key, tuple[Call, Any]]] = {}
+    timed = deadline != math.inf
+    countdown = _CALLS_PER_CLOCK_READ
     for call in ordered:
+        if timed:
+            countdown -= 1
+            if not countdown:
+                countdown = _CALLS_PER_CLOCK_READ
+                _check_clock(deadline)
         f = call.f
         if f in SUBSCRIPTION_FUNCTIONS:
             out.sub_via_seen.add(f)
@@ -1216,7 +1245,7 @@ def _has_backward_read(collected: _Collected) -> bool:
     return False
 
 
-def _cycles(collected: _Collected, found: dict[str, list[Record]]) -> None:
+def _cycles(collected: _Collected, found: dict[str, list[Record]], deadline: float = math.inf) -> None:
     """`cycles!`: one G1c (pure wr) or G1c-realtime cycle per strongly connected component.
 
     Without calls that both send and poll, every cycle is a read that completed before its
@@ -1264,7 +1293,9 @@ def _cycles(collected: _Collected, found: dict[str, list[Record]]) -> None:
         else:
             adjacency[point].append(n)
 
+    _check_clock(deadline)
     for component in _strongly_connected(adjacency):
+        _check_clock(deadline)
         members = set(component)
         calls_in = sorted(m for m in component if m < ops)
         sub = _wr_cycle(wr, calls_in)
@@ -1445,13 +1476,23 @@ def _check(
     max_per_type: int | None,
     assignments: Assignments | None = None,
     decided: list[frozenset[int]] | None = None,
+    deadline: float = math.inf,
 ) -> CheckResult:
     # The analysis allocates millions of small acyclic objects; the cyclic collector would
     # rescan them over and over (~15% of the time) and can free nothing.
     collecting = gc.isenabled()
     gc.disable()
+    started = time.perf_counter()
+    calls = calls if isinstance(calls, list) else list(calls)
     try:
-        return _check_all(calls, only, sub_via, committed_info, max_per_type, assignments, decided)
+        return _check_all(calls, only, sub_via, committed_info, max_per_type, assignments, decided, deadline)
+    except _OutOfTimeError:
+        if decided is not None:
+            decided.append(frozenset())
+        operations = len(calls) + (len(assignments.calls) if assignments is not None else 0)
+        used = set(sub_via) if sub_via is not None else {c.f for c in calls if c.f in SUBSCRIPTION_FUNCTIONS}
+        result = budget_exhausted(only, operations, _conventions(used, sub_via is None, "not decided"))
+        return _with_seconds(result, time.perf_counter() - started)
     finally:
         if collecting:
             gc.enable()
@@ -1465,9 +1506,11 @@ def _check_all(
     max_per_type: int | None,
     assignments: Assignments | None,
     decided: list[frozenset[int]] | None = None,
+    deadline: float = math.inf,
 ) -> CheckResult:
     started = time.perf_counter()
-    collected = _collect(calls, only, assignments)
+    _check_clock(deadline)
+    collected = _collect(calls, only, assignments, deadline)
     if decided is not None:
         committed_info = _committed_by_own_reads(collected)
         decided.append(committed_info)
@@ -1475,11 +1518,12 @@ def _check_all(
     found: dict[str, list[Record]] = {}
     g1a_targets: dict[Key, set[Any]] = {}
     for key, state in collected.states.items():
+        _check_clock(deadline)
         _analyze_key(key, state, committed, found, g1a_targets)
     if g1a_targets:
         _g1a(collected, only, g1a_targets, found)
     if only is None:
-        _cycles(collected, found)
+        _cycles(collected, found, deadline)
     inferred = sub_via is None
     used = collected.sub_via_seen if sub_via is None else set(sub_via)
     evidence = "whole history" if only is None else "this key only"
@@ -1502,13 +1546,15 @@ def check_kafka(
     sub_via: Collection[str] | None = None,
     committed_info: Collection[int] | None = None,
     max_per_type: int | None = None,
+    deadline: float = math.inf,
 ) -> CheckResult:
     """Check a whole Kafka history (calls in any order; analysed in completion order).
 
     `sub_via`: the subscription functions the test used (`{"assign"}`, `{"subscribe"}`);
     inferred from the history when None. `max_per_type` caps the records kept per anomaly
-    type (the smallest in a canonical order; counts stay exact)."""
-    return _check(calls, None, sub_via, committed_info, max_per_type)
+    type (the smallest in a canonical order; counts stay exact). Past `deadline` (a
+    `time.time()` instant) the result is `unknown` (`budget_exhausted`)."""
+    return _check(calls, None, sub_via, committed_info, max_per_type, deadline=deadline)
 
 
 def check_kafka_key(
@@ -1519,13 +1565,17 @@ def check_kafka_key(
     committed_info: Collection[int] | None = None,
     max_per_type: int | None = None,
     assignments: Assignments | None = None,
+    deadline: float = math.inf,
 ) -> CheckResult:
     """Check one key's sub-history: the calls touching `key` (whole calls or `split_call`
     pieces) and every assign/subscribe call. Only `key`'s micro-operations are looked at.
     Pass `committed_info=committed_info_calls(history)` to decide `info` sends exactly as
     `check_kafka` does. The assign/subscribe calls may come in `calls` or, prepared once for
-    many keys, as `assignments` (the same result, much faster when there are many keys)."""
-    return _check(calls, _norm_key(key), sub_via, committed_info, max_per_type, assignments)
+    many keys, as `assignments` (the same result, much faster when there are many keys).
+    Past `deadline` (a `time.time()` instant) the result is `unknown`."""
+    return _check(
+        calls, _norm_key(key), sub_via, committed_info, max_per_type, assignments, deadline=deadline
+    )
 
 
 def check_kafka_key_deciding_commits(
@@ -1534,14 +1584,54 @@ def check_kafka_key_deciding_commits(
     *,
     sub_via: Collection[str] | None = None,
     assignments: Assignments | None = None,
+    deadline: float = math.inf,
 ) -> tuple[CheckResult, frozenset[int]]:
     """`check_kafka_key(key, calls, committed_info=committed_info_calls(calls))` and that
     set, for `calls` that are `split_call` pieces of `key` alone: the info calls whose sends
     this part shows committed, found in the check's own pass over the calls (a second pass
-    cost a fifth of a part's check)."""
+    cost a fifth of a part's check). A part that ran out of time decides no call."""
     decided: list[frozenset[int]] = []
-    result = _check(calls, _norm_key(key), sub_via, None, None, assignments, decided)
+    result = _check(calls, _norm_key(key), sub_via, None, None, assignments, decided, deadline)
     return result, decided[0]
+
+
+BUDGET_EXHAUSTED_REASON: Final = "time budget exhausted"
+
+
+def budget_exhausted(
+    partition: JsonValue,
+    operations: int,
+    conventions: dict[str, JsonValue],
+    reason: str = BUDGET_EXHAUSTED_REASON,
+) -> CheckResult:
+    """The `unknown` result of a part whose check did not finish (or start) within its budget."""
+    return CheckResult(
+        checker="kafka",
+        model="kafka",
+        partition=partition,
+        verdict=Verdict.UNKNOWN,
+        operations=operations,
+        evidence={"reason": reason},
+        conventions=conventions,
+    )
+
+
+def unchecked_conventions(sub_via: Collection[str] | None) -> dict[str, JsonValue]:
+    """The conventions a part's result states when the part was not checked."""
+    return _conventions(sub_via or (), sub_via is None, "not decided")
+
+
+def _with_seconds(result: CheckResult, seconds: float) -> CheckResult:
+    return CheckResult(
+        result.checker,
+        result.model,
+        result.partition,
+        result.verdict,
+        result.operations,
+        result.evidence,
+        result.conventions,
+        seconds,
+    )
 
 
 def _committed_by_own_reads(collected: _Collected) -> frozenset[int]:

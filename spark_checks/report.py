@@ -7,13 +7,22 @@ spans an operation's invocation to its completion; operations named by the evide
 highlighted). The timeline is drawn by an inline script from embedded JSON; the page sets
 `data-rendered="yes"` on <body> when it finished, so a headless browser test can tell a
 rendered page from one whose script failed.
+
+Writing the HTML file (`check_report_path` before the verification, `write_report` after)
+never overwrites a file: a path that exists, lies in a missing folder, under a file or in a
+folder this process cannot write to is refused before any history is read, and the file is
+created exclusively (`O_EXCL`), so a file that appears at the path while the histories are
+checked is left alone.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import os
+import tempfile
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from spark_checks.engine import HistoryReport
@@ -26,6 +35,37 @@ _INDEX_KEYS = frozenset(
     {"index", "indices", "invoke_index", "complete_index", "unlinearizable", "blocking_call"}
 )
 """Evidence keys whose integers are operation indices (offsets and values are not)."""
+
+
+class ReportPathError(ValueError):
+    """The report cannot be written at the path asked for (one line naming why)."""
+
+
+def check_report_path(path: Path) -> None:
+    """Raise `ReportPathError` unless a new file can be created at `path`: it must not exist,
+    and its folder must exist, be a folder and take a new file (tried with a probe file,
+    which also catches a read-only file system and access control lists)."""
+    if path.exists() or path.is_symlink():
+        raise ReportPathError(f"{path} already exists; choose another --report file")
+    folder = path.parent
+    if not folder.exists():
+        raise ReportPathError(f"cannot write the report {path}: the folder {folder} does not exist")
+    if not folder.is_dir():
+        raise ReportPathError(f"cannot write the report {path}: {folder} is not a folder")
+    try:
+        handle, probe = tempfile.mkstemp(dir=folder, prefix=".kafkaspec-report-probe-")
+    except OSError as error:
+        raise ReportPathError(
+            f"cannot write the report {path}: the folder {folder} does not take new files ({error.strerror})"
+        ) from None
+    os.close(handle)
+    os.unlink(probe)
+
+
+def write_report(path: Path, text: str) -> None:
+    """Create `path` with `text`; `FileExistsError` if a file is there (never overwritten)."""
+    with open(path, "x", encoding="utf-8") as file:
+        file.write(text)
 
 
 def evidence_indices(evidence: JsonValue) -> set[int]:

@@ -603,3 +603,73 @@ def test_a_read_of_a_never_written_value_makes_it_not_linearizable(
     evidence = results[0].evidence
     assert evidence["unlinearizable"]
     assert invoke not in evidence["longest_linearizable_prefix"]
+
+
+def long_appends_history(appends: int, value_bytes: int) -> list[Call]:
+    """`hard_history`'s shape with long appended values: each cached state is a long string."""
+    events: list[Event] = [(p, "invoke", "append", f"<{p}>" * value_bytes, "k") for p in range(appends)]
+    events += [(p, "ok", "append", f"<{p}>" * value_bytes, "k") for p in range(appends)]
+    events += [("r", "invoke", "get", None, "k"), ("r", "ok", "get", "<impossible>", "k")]
+    return history(*events)
+
+
+def test_memory_budget_weighs_the_size_of_cached_states() -> None:
+    # The same budget holds far fewer states when each is a long string: it bounds memory,
+    # not the count (a kv history with long appended values reached 8 GB by count alone).
+    budget = 4 * 1024 * 1024
+    short = single(hard_history(), "kv", {"initial": ""}, max_memory_bytes=budget)
+    long = single(long_appends_history(11, 3_000), "kv", {"initial": ""}, max_memory_bytes=budget)
+    for result in (short, long):
+        assert result.verdict is Verdict.UNKNOWN
+        assert str(result.evidence["reason"]).startswith("memory budget of 4 MB exhausted")
+    # A state is ~10-100 KB of text here: a few hundred fit in 4 MB, against tens of
+    # thousands of short ones.
+    assert (
+        int(str(long.evidence["explored_states"])) < 1000 < int(str(short.evidence["explored_states"])) // 10
+    )
+    # Within a budget that fits it, the short search is decided.
+    assert single(hard_history(4), "kv", {"initial": ""}, max_memory_bytes=budget).verdict is Verdict.INVALID
+
+
+def test_time_budget_ends_the_search_in_time() -> None:
+    # The search stops early enough to free its cache before the budget ends.
+    for seconds in (0.3, 1.5):
+        started = time.perf_counter()
+        result = single(hard_history(12), "kv", {"initial": ""}, max_seconds=seconds)
+        elapsed = time.perf_counter() - started
+        assert result.verdict is Verdict.UNKNOWN
+        assert result.evidence["reason"] == "time budget exhausted"
+        assert elapsed < seconds + 0.5, elapsed
+
+
+def test_deadline_is_shared_by_every_partition() -> None:
+    # Two keys too hard for the time there is, with a deadline 1 s away: each gets its share,
+    # the whole call ends by then, and a part reached after the deadline is not checked.
+    events: list[Event] = []
+    for key in ("a", "b"):
+        events += [(f"{key}{p}", "invoke", "append", f"<{p}>", key) for p in range(12)]
+        events += [(f"{key}{p}", "ok", "append", f"<{p}>", key) for p in range(12)]
+        events += [(f"{key}r", "invoke", "get", None, key), (f"{key}r", "ok", "get", "<impossible>", key)]
+    calls = history(*events)
+    started = time.perf_counter()
+    results = check_linearizability(calls, "kv", {"initial": ""}, deadline=time.time() + 1.0)
+    assert time.perf_counter() - started < 1.5
+    assert [r.verdict for r in results] == [Verdict.UNKNOWN, Verdict.UNKNOWN]
+    assert [r.evidence["reason"] for r in results] == ["time budget exhausted"] * 2
+    late = check_linearizability(calls, "kv", {"initial": ""}, deadline=time.time() - 1)
+    assert [r.evidence["reason"] for r in late] == ["not checked: time budget exhausted"] * 2
+
+
+@pytest.mark.parametrize(
+    "budget",
+    [
+        {"max_seconds": float("nan")},
+        {"max_seconds": 0.0},
+        {"max_seconds": -1.0},
+        {"max_states": 0},
+        {"max_memory_bytes": -5},
+    ],
+)
+def test_a_budget_that_is_not_positive_is_refused(budget: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="must be a positive number"):
+        check_linearizability(hard_history(2), "kv", {"initial": ""}, **budget)

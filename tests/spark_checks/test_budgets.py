@@ -1,0 +1,122 @@
+"""Budgets of `kafkaspec verify`: every checker honours the deadline, bad budgets are refused.
+
+The Kafka checks read the clock as they go and answer `unknown` at the deadline; a part
+reached after it is not checked; `--max-seconds` bounds the whole command (nan, zero and
+negative are bad input); `--max-memory` bounds the linearizability search's cache.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import pytest
+
+from spark_checks import kafka_checker
+from spark_checks.checking import Budget, Plan, check_part, kafka_context, split_calls
+from spark_checks.history import Call, Verdict, pair_calls
+from spark_checks.kafka_histories import generate_history
+from spark_checks.readers import write_jsonl
+from tests.helpers import run_cli
+
+C50_BAD = (
+    Path(__file__).resolve().parents[3]
+    / "shared"
+    / "histories"
+    / "porcupine"
+    / "test_data"
+    / "kv"
+    / "c50-bad.txt"
+)
+
+
+def kafka_calls(n_calls: int, n_keys: int = 4) -> list[Call]:
+    return list(pair_calls(generate_history(n_calls, n_keys, seed=7)))
+
+
+def test_a_kafka_check_past_its_deadline_is_unknown() -> None:
+    calls = kafka_calls(60_000, n_keys=2)
+    assert kafka_checker.check_kafka(calls).verdict is Verdict.VALID
+    started = time.perf_counter()
+    result = kafka_checker.check_kafka(calls, deadline=time.time() + 0.05)
+    elapsed = time.perf_counter() - started
+    assert result.verdict is Verdict.UNKNOWN
+    assert result.evidence == {"reason": "time budget exhausted"}
+    assert result.operations == len(calls)
+    assert elapsed < 0.5, elapsed  # the whole check takes seconds
+    key_result, decided = kafka_checker.check_kafka_key_deciding_commits("0", calls, deadline=time.time())
+    assert key_result.verdict is Verdict.UNKNOWN
+    assert decided == frozenset()
+
+
+def test_parts_reached_after_the_deadline_are_not_checked() -> None:
+    calls = kafka_calls(2_000)
+    plan = Plan("kafka", budget=Budget(deadline=time.time() - 1)).with_kafka_context(kafka_context(calls))
+    parts: dict[str, list[Call]] = {}
+    for key_json, piece in split_calls(plan, calls):
+        parts.setdefault(key_json, []).append(piece)
+    for key_json, part in parts.items():
+        result = check_part(plan, key_json, part)
+        assert result.verdict is Verdict.UNKNOWN
+        assert result.evidence["reason"] == "not checked: time budget exhausted"
+        assert result.partition == json.loads(key_json)
+    in_time = Plan("kafka").with_kafka_context(kafka_context(calls))
+    assert {check_part(in_time, k, p).verdict for k, p in parts.items()} == {Verdict.VALID}
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"max_seconds": math.nan}, {"max_seconds": 0.0}, {"max_seconds": -1.0}, {"max_memory_bytes": 0}],
+)
+def test_a_budget_that_is_not_positive_is_a_value_error(fields: dict[str, float]) -> None:
+    with pytest.raises(ValueError, match="must be a positive number"):
+        Budget(**fields)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("value", ["nan", "NaN", "-1", "0", "-0.0", "soon"])
+def test_verify_refuses_a_bad_time_budget(capsys: pytest.CaptureFixture[str], value: str) -> None:
+    code, out, err = run_cli(capsys, "verify", str(C50_BAD), "--max-seconds", value)
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1, err
+    assert "--max-seconds" in err and "not a positive number" in err
+
+
+def test_verify_max_seconds_bounds_a_kafka_history(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    history = tmp_path / "kafka.jsonl"
+    write_jsonl(history, generate_history(40_000, 1, seed=3))
+    started = time.perf_counter()
+    code, out, _ = run_cli(capsys, "verify", str(history), "--max-seconds", "0.05", "--json")
+    assert time.perf_counter() - started < 5
+    assert code == 3, out
+    (report,) = json.loads(out)["histories"]
+    assert len(report["failing"]) == report["parts"]
+    assert {part["verdict"] for part in report["failing"]} == {"unknown"}
+    assert all("time budget exhausted" in part["evidence"]["reason"] for part in report["failing"])
+
+
+@pytest.mark.skipif(not C50_BAD.is_file(), reason="needs ../shared/histories")
+def test_verify_max_seconds_bounds_the_whole_command(capsys: pytest.CaptureFixture[str]) -> None:
+    # Four of c50-bad's ten keys are too hard for any budget; the six others are refuted in
+    # milliseconds, and each part gets a share of the time left, so the verdict is invalid.
+    started = time.perf_counter()
+    code, out, _ = run_cli(capsys, "verify", str(C50_BAD), "--max-seconds", "2", "--json")
+    elapsed = time.perf_counter() - started
+    assert elapsed < 3, elapsed
+    assert code == 1
+    (report,) = json.loads(out)["histories"]
+    verdicts = {part["part"]: part["verdict"] for part in report["failing"]}
+    assert {"1", "2", "3", "4", "6"} <= {key for key, verdict in verdicts.items() if verdict == "invalid"}
+
+
+@pytest.mark.skipif(not C50_BAD.is_file(), reason="needs ../shared/histories")
+def test_verify_max_memory_bounds_the_search_cache(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, "verify", str(C50_BAD), "--max-memory", "2", "--json")
+    assert code == 1
+    (report,) = json.loads(out)["histories"]
+    reasons = [part["evidence"]["reason"] for part in report["failing"] if part["verdict"] == "unknown"]
+    assert reasons and all(reason.startswith("memory budget of 2 MB exhausted") for reason in reasons)
