@@ -18,12 +18,18 @@ Where it comes from
 Validation
     Reading checks the version, the count, the shape of every line and (for the epoch
     cache) that epochs and start offsets strictly increase; any problem raises
-    `CheckpointError` naming the file and the 1-based line.
+    `CheckpointError` naming the file and the 1-based line. The files carry no checksum, so
+    damage (a flipped bit, garbage, a cut) is caught by reading them as strictly as Kafka
+    writes them: UTF-8 text of printable characters, every line ending in a newline, fields
+    separated by one space, numbers in plain decimal (no sign, no leading zero, within
+    Java's `long`, or `int` for epochs and partitions). A byte that is not UTF-8 is reported
+    with its line and column, never as a bare `UnicodeDecodeError`.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,31 +88,58 @@ def _render(entries: Iterable[str]) -> str:
     return "".join(f"{line}\n" for line in [str(CHECKPOINT_VERSION), str(len(lines)), *lines])
 
 
-def _parse_int(path: Path, line_number: int, text: str, what: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise CheckpointError(path, line_number, f"expected an integer {what}, got {text!r}") from None
-    if value < 0:
-        raise CheckpointError(path, line_number, f"{what} must not be negative, got {value}")
+_DECIMAL = re.compile(r"0|[1-9][0-9]{0,18}")
+"""A number as Kafka writes one (`Long.toString` of a non-negative value): ASCII digits."""
+LONG_MAX = 2**63 - 1  # Java's Long.MAX_VALUE: offsets
+INT_MAX = 2**31 - 1  # Java's Integer.MAX_VALUE: epochs, partitions
+
+
+def _parse_int(path: Path, line_number: int, text: str, what: str, limit: int = LONG_MAX) -> int:
+    if _DECIMAL.fullmatch(text) is None:
+        if text[:1] == "-" and _DECIMAL.fullmatch(text[1:]) is not None:
+            raise CheckpointError(path, line_number, f"{what} must not be negative, got {text}")
+        raise CheckpointError(path, line_number, f"expected an integer {what}, got {text!r}")
+    value = int(text)
+    if value > limit:
+        raise CheckpointError(path, line_number, f"{what} {value} is larger than {limit}")
     return value
+
+
+def _text_lines(path: Path) -> list[str]:
+    """The file's lines, each checked to be UTF-8 text of printable characters."""
+    data = path.read_bytes()
+    raw_lines = data.split(b"\n")
+    if raw_lines[-1]:
+        raise CheckpointError(path, len(raw_lines), "the last line has no newline (the file is cut short)")
+    raw_lines.pop()  # after the final newline
+    lines: list[str] = []
+    for number, raw in enumerate(raw_lines, start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise CheckpointError(
+                path, number, f"not UTF-8 text: byte 0x{raw[error.start]:02x} at column {error.start + 1}"
+            ) from None
+        for column, character in enumerate(line, start=1):
+            if not character.isprintable():
+                raise CheckpointError(path, number, f"unexpected character {character!r} at column {column}")
+        lines.append(line)
+    return lines
 
 
 def _entry_lines(path: Path) -> list[tuple[int, list[str]]]:
     """Check the version and count header; return (line number, fields) of each entry line."""
-    lines = path.read_text(encoding="utf-8").split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # the final newline
+    lines = _text_lines(path)
     if len(lines) < 2:
         raise CheckpointError(path, len(lines) + 1, "expected a version line and a count line")
-    version = _parse_int(path, 1, lines[0].strip(), "version")
+    version = _parse_int(path, 1, lines[0], "version")
     if version != CHECKPOINT_VERSION:
         raise CheckpointError(path, 1, f"unsupported version {version} (expected {CHECKPOINT_VERSION})")
-    count = _parse_int(path, 2, lines[1].strip(), "entry count")
+    count = _parse_int(path, 2, lines[1], "entry count")
     body = lines[2:]
     if len(body) != count:
         raise CheckpointError(path, 2, f"count line says {count} entries but the file has {len(body)}")
-    return [(number, line.split()) for number, line in enumerate(body, start=3)]
+    return [(number, line.split(" ")) for number, line in enumerate(body, start=3)]
 
 
 class LeaderEpochCheckpointFile:
@@ -128,7 +161,7 @@ class LeaderEpochCheckpointFile:
             if len(fields) != 2:
                 raise CheckpointError(self.path, number, f"expected 'epoch start_offset', got {fields}")
             entry = EpochEntry(
-                _parse_int(self.path, number, fields[0], "epoch"),
+                _parse_int(self.path, number, fields[0], "epoch", INT_MAX),
                 _parse_int(self.path, number, fields[1], "start offset"),
             )
             # The cache is strictly increasing in both fields; anything else is not a cache
@@ -153,7 +186,7 @@ class OffsetCheckpointFile:
     def write(self, offsets: Mapping[TopicPartition, int]) -> None:
         """Atomically replace the file with `offsets`."""
         for key in offsets:
-            if not key.topic or any(character.isspace() for character in key.topic):
+            if not key.topic or not key.topic.isprintable() or " " in key.topic:
                 raise ValueError(f"topic name {key.topic!r} cannot be written to a checkpoint")
         write_atomically(
             self.path, _render(f"{key.topic} {key.partition} {offsets[key]}" for key in sorted(offsets))
@@ -167,7 +200,9 @@ class OffsetCheckpointFile:
         for number, fields in _entry_lines(self.path):
             if len(fields) != 3:
                 raise CheckpointError(self.path, number, f"expected 'topic partition offset', got {fields}")
-            key = TopicPartition(fields[0], _parse_int(self.path, number, fields[1], "partition"))
+            if not fields[0]:
+                raise CheckpointError(self.path, number, "empty topic name")
+            key = TopicPartition(fields[0], _parse_int(self.path, number, fields[1], "partition", INT_MAX))
             if key in offsets:
                 raise CheckpointError(self.path, number, f"duplicate entry for {key}")
             offsets[key] = _parse_int(self.path, number, fields[2], "offset")
