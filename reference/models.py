@@ -198,7 +198,23 @@ def _outcome(call: CallLike) -> Observed:
 
 
 def _unsupported(model: str, call: CallLike) -> ValueError:
-    return ValueError(f"{model} model: unsupported operation {call.f!r} (value {call.input!r})")
+    return ValueError(f"{model} model: unsupported operation {_brief(call.f)} (value {_brief(call.input)})")
+
+
+def _brief(value: Any, limit: int = 80) -> str:
+    """`repr(value)` cut for a message (a value may be megabytes)."""
+    try:
+        text = repr(value)
+    except ValueError:  # an integer beyond str()'s digit limit
+        text = f"a {type(value).__name__} too large to show"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _string(model: str, what: str, value: Any) -> str:
+    """A value the model holds as a string (kv: Porcupine's kvModel concatenates strings)."""
+    if isinstance(value, str):
+        return value
+    raise ValueError(f"{model} model: {what} a string; got {_brief(value)}")
 
 
 def _show(value: Any) -> str:
@@ -243,7 +259,7 @@ class CasRegister:
         if f == "cas" and self._allow_cas:
             pair = call.input if call.input is not None else call.output
             if not isinstance(pair, list | tuple) or len(pair) != 2:
-                raise ValueError(f"cas value must be [from to]; got {pair!r}")
+                raise ValueError(f"cas value must be [from to]; got {_brief(pair)}")
             if outcome == "fail" and conventions["failed_cas"] == "did-not-happen":
                 return None
             return ("c", _value(pair[0]), _value(pair[1])), None, outcome
@@ -316,9 +332,9 @@ class KeyValue:
                 if conventions["nil_read"] == "unconstrained":
                     return None
                 return ("g",), "", "ok"  # an absent key reads as the empty string
-            return ("g",), call.output, "ok"
+            return ("g",), _string(self.name, "a get returns", call.output), "ok"
         if f in ("put", "append"):
-            value = "" if call.input is None else call.input
+            value = "" if call.input is None else _string(self.name, f"{f} takes", call.input)
             return None if outcome == "fail" else ((f[0], value), None, outcome)
         raise _unsupported(self.name, call)
 
@@ -373,12 +389,12 @@ class MultiRegister:
             return None
         source = call.output if outcome == "ok" and call.output is not None else call.input
         if not isinstance(source, list | tuple):
-            raise ValueError(f"txn value must be a list of [f k v] micro-operations; got {source!r}")
+            raise ValueError(f"txn value must be a list of [f k v] micro-operations; got {_brief(source)}")
         micro: list[tuple[str, Any, Any]] = []
         for item in source:
             if not isinstance(item, list | tuple) or len(item) != 3 or _name(item[0]) not in _TXN_FUNCTIONS:
-                raise ValueError(f"txn micro-operation must be [read|write k v]; got {item!r}")
-            kind, key, value = _name(item[0]), _name(item[1]), freeze(item[2])
+                raise ValueError(f"txn micro-operation must be [read|write k v]; got {_brief(item)}")
+            kind, key, value = _name(item[0]), freeze(_name(item[1])), freeze(item[2])
             if kind == "read":
                 if outcome != "ok" or (value is None and conventions["nil_read"] == "unconstrained"):
                     continue
@@ -514,7 +530,9 @@ def _single_micro(value: Any, f: str) -> tuple[Any, ...] | None:
         and _name(value[0][0]) == f
     ):
         if len(value) != 1:
-            raise ValueError(f"kafka-log: one {f} micro-operation per call (one partition); got {value!r}")
+            raise ValueError(
+                f"kafka-log: one {f} micro-operation per call (one partition); got {_brief(value)}"
+            )
         return tuple(value[0])
     return None
 
@@ -551,7 +569,9 @@ class KafkaLog:
                 result = out_micro[2] if out_micro is not None else call.output
                 offset = result[0] if isinstance(result, list | tuple) else result
                 if offset is not None and not isinstance(offset, int):
-                    raise ValueError(f"send result must be an offset or [offset value]; got {call.output!r}")
+                    raise ValueError(
+                        f"send result must be an offset or [offset value]; got {_brief(call.output)}"
+                    )
             return ("s", freeze(value)), offset, outcome
         if f == "poll":
             if outcome != "ok" or call.output is None:
@@ -562,11 +582,11 @@ class KafkaLog:
             if out_micro is not None:
                 by_key = out_micro[1] if len(out_micro) > 1 else {}
                 if not isinstance(by_key, Mapping) or len(by_key) > 1:
-                    raise ValueError(f"kafka-log checks one partition per poll; got {call.output!r}")
+                    raise ValueError(f"kafka-log checks one partition per poll; got {_brief(call.output)}")
                 records = next(iter(by_key.values()), [])
             pairs = freeze(records)
             if not isinstance(pairs, tuple) or not all(isinstance(p, tuple) and len(p) == 2 for p in pairs):
-                raise ValueError(f"poll result must be [[offset value] ...]; got {call.output!r}")
+                raise ValueError(f"poll result must be [[offset value] ...]; got {_brief(call.output)}")
             return ("p", position), pairs, "ok"
         raise _unsupported(self.name, call)
 

@@ -50,17 +50,21 @@ class OpType(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class Position:
-    """Where something was read: a file and a 1-based line, or a byte offset for binary input."""
+    """Where something was read: a file and a 1-based line, a byte offset for bytes that are
+    not text, or a row (0-based) of a Parquet file."""
 
     file: str
     line: int | None = None
     offset: int | None = None
+    row: int | None = None
 
     def __str__(self) -> str:
         if self.line is not None:
             return f"{self.file}:{self.line}"
         if self.offset is not None:
             return f"{self.file}: byte {self.offset}"
+        if self.row is not None:
+            return f"{self.file}: row {self.row}"
         return self.file
 
 

@@ -1,8 +1,11 @@
-"""What every reader shares: source conventions, `SourceInfo`, and building a checked `Operation`."""
+"""What every reader shares: source conventions, `SourceInfo`, building a checked `Operation`,
+and the bounds on what a value may be (nesting depth, finite numbers)."""
 
 from __future__ import annotations
 
+import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -89,14 +92,14 @@ def parse_type(raw: object, position: Position) -> OpType:
         op_type = _TYPES.get(raw.lstrip(":"))
         if op_type is not None:
             return op_type
-    raise HistoryError(position, f"type must be one of invoke, ok, fail, info; got {raw!r}")
+    raise HistoryError(position, f"type must be one of invoke, ok, fail, info; got {shown(raw)}")
 
 
 def check_process(raw: object, position: Position) -> int | str:
     """A process is an integer client id or a name such as "nemesis"."""
     if (isinstance(raw, int) and not isinstance(raw, bool)) or isinstance(raw, str):
         return raw
-    raise HistoryError(position, f"process must be an integer or a name such as nemesis; got {raw!r}")
+    raise HistoryError(position, f"process must be an integer or a name such as nemesis; got {shown(raw)}")
 
 
 def make_operation(
@@ -127,19 +130,20 @@ def make_operation(
         op_type = parse_type(raw_type, Position(source, line, offset))
     if type(f) is not str:
         raise HistoryError(
-            Position(source, line, offset), f"f must be a string (a keyword in EDN); got {f!r}"
+            Position(source, line, offset), f"f must be a string (a keyword in EDN); got {shown(f)}"
         )
     if type(process) is not int and type(process) is not str:
         process = check_process(process, Position(source, line, offset))
     index = obj.get("index", default_index)
     if type(index) is not int or index < 0:
         raise HistoryError(
-            Position(source, line, offset), f"index must be a non-negative integer; got {index!r}"
+            Position(source, line, offset), f"index must be a non-negative integer; got {shown(index)}"
         )
     time = obj.get("time")
     if time is not None and type(time) is not int:
         raise HistoryError(
-            Position(source, line, offset), f"time must be an integer (nanoseconds) or null; got {time!r}"
+            Position(source, line, offset),
+            f"time must be an integer (nanoseconds) or null; got {shown(time)}",
         )
     return Operation(index, process, op_type, f, obj.get("value"), obj.get("key"), time)
 
@@ -154,3 +158,81 @@ def check_conventions(raw: object, position: Position) -> dict[str, JsonValue]:
         if raw[name] not in choices:
             raise HistoryError(position, f"convention {name} must be one of {', '.join(choices)}")
     return dict(raw)
+
+
+# --- Bounds on values ---------------------------------------------------------------------------
+
+MAX_NESTING: Final = 100
+"""How deep lists and maps may nest inside an operation's value, key or process: a value
+`[[...]]` with 100 brackets is read, one with 101 is bad input. Histories nest a handful of
+levels (a Kafka poll result: 4); the bound keeps every recursive step that values go through
+(JSON decoders and encoders, `repr`, the models' freezing) far inside Python's recursion
+limit, so that depth is an input error with a position, never a `RecursionError`."""
+
+NESTING_MESSAGE: Final = (
+    f"lists or maps nested more than {MAX_NESTING} levels deep (the most a value, key or process may nest)"
+)
+
+_STRING_TEXT: Final = re.compile(r'"(?:[^"\\]|\\.)*"?', re.DOTALL)
+_STRING_BYTES: Final = re.compile(rb'"(?:[^"\\]|\\.)*"?', re.DOTALL)
+_NOT_BRACKET_TEXT: Final = re.compile(r"[^\[\]{}]+")
+_NOT_BRACKET_BYTES: Final = re.compile(rb"[^\[\]{}]+")
+_AS_SQUARE: Final = str.maketrans("{}", "[]")
+
+
+def nests_deeper(text: str | bytes, levels: int) -> bool:
+    """Whether JSON text opens more than `levels` lists or objects inside one another (what
+    a recursive decoder would descend), brackets inside strings not counted. Text that is
+    not balanced JSON counts its unclosed openers as nesting: a decoder descends them too.
+    Cheap for the usual line (two counts), exact for the rest."""
+    if len(text) <= levels:
+        return False
+    if isinstance(text, bytes):
+        if text.count(b"[") + text.count(b"{") <= levels:
+            return False
+        brackets = _NOT_BRACKET_BYTES.sub(b"", _STRING_BYTES.sub(b"", text)).decode("ascii")
+    else:
+        if text.count("[") + text.count("{") <= levels:
+            return False
+        brackets = _NOT_BRACKET_TEXT.sub("", _STRING_TEXT.sub("", text))
+    brackets = brackets.translate(_AS_SQUARE)
+    rounds = 0
+    while "[]" in brackets:  # each round closes the innermost pairs: one level
+        rounds += 1
+        if rounds > levels:
+            return True
+        brackets = brackets.replace("[]", "")
+    return rounds + brackets.count("[") > levels
+
+
+class NotAValueError(ValueError):
+    """A literal that parses but is no value of a history: NaN, an infinity, a float that
+    overflows, an EDN ratio with a zero denominator."""
+
+
+NON_FINITE_MESSAGE: Final = (
+    "is not a value a history can hold (NaN equals nothing, not even itself; infinities are no "
+    "recorded value)"
+)
+
+
+def refuse_constant(name: str) -> Any:
+    """`json` decoders' `parse_constant`: NaN, Infinity and -Infinity are refused."""
+    raise NotAValueError(f"{name} {NON_FINITE_MESSAGE}")
+
+
+def finite_float(text: str) -> float:
+    """`json` decoders' `parse_float`: a float, refused when it overflows to an infinity."""
+    value = float(text)
+    if math.isinf(value):
+        raise NotAValueError(f"{text} overflows a 64-bit float: it {NON_FINITE_MESSAGE}")
+    return value
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """`repr(value)` for a message, cut to `limit` characters (a value can be megabytes)."""
+    try:
+        text = repr(value)
+    except (ValueError, RecursionError):  # an integer beyond str()'s digit limit, a deep value
+        text = f"a {type(value).__name__} too large to show"
+    return text if len(text) <= limit else text[: limit - 3] + "..."

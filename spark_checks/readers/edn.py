@@ -14,6 +14,12 @@ rendered the way JSON renders object keys: 7 -> "7", nil -> "null", a vector -> 
 `#_` discards the next form; a tagged literal (`#inst "..."`, `#uuid "..."`,
 `#jepsen.history.Op {...}`) is read as the value it tags.
 
+Literals that parse but mean nothing in a history are bad input, named with their line, as the
+JSON Lines reader refuses them: `##NaN`, `##Inf` and `##-Inf` (NaN equals no value, not even
+itself), a decimal that overflows a 64-bit float (`1e999`), and a ratio with a zero denominator
+(`1/0`, `0/0`). So are lists, vectors, sets and maps nested more than `MAX_NESTING` levels inside
+an op map (the stack that builds values is checked as it grows; no step recurses).
+
 Conventions (KNOSSOS_CONVENTIONS): initial value 0 (knossos core_test/test-examples checks
 cas-register with init 0 and multi-register with {:x 0 :y 0}, per MANIFEST.tsv of
 shared/histories/knossos); a nil read is "unconstrained" (knossos' models accept a nil read in any
@@ -59,7 +65,15 @@ from fractions import Fraction
 from typing import Any, Final
 
 from spark_checks.history import HistoryError, Operation, Position
-from spark_checks.readers._common import display_name, make_operation
+from spark_checks.readers._common import (
+    MAX_NESTING,
+    NESTING_MESSAGE,
+    NON_FINITE_MESSAGE,
+    display_name,
+    finite_float,
+    make_operation,
+    shown,
+)
 
 EXPECTED_OP: Final = "expected an op map {:process p, :type :invoke|:ok|:fail|:info, :f kw, :value v}"
 
@@ -159,11 +173,28 @@ def _atom(text: str) -> Any:
         if _INT.fullmatch(text):
             return int(text.rstrip("N"))
         if _FLOAT.fullmatch(text):
-            return float(text.rstrip("M"))
+            return finite_float(text.rstrip("M"))
         if _RATIO.fullmatch(text):
-            return float(Fraction(text))
-        raise ValueError(f"malformed number {text!r}")
+            return _ratio(text)
+        raise ValueError(f"malformed number {shown(text)}")
     return text  # a symbol
+
+
+def _ratio(text: str) -> float:
+    """An EDN ratio as a float (`1/2` -> 0.5); a zero denominator or an overflow is an error."""
+    numerator, denominator = text.split("/")
+    if int(denominator) == 0:
+        raise ValueError(f"the ratio {shown(text)} has a zero denominator: it is no number")
+    try:
+        return float(Fraction(int(numerator), int(denominator)))
+    except OverflowError:
+        raise ValueError(f"the ratio {shown(text)} overflows a 64-bit float") from None
+
+
+_SYMBOLIC: Final = frozenset({"##NaN", "##Inf", "##-Inf"})
+"""EDN's symbolic values (edn-format, "Symbolic values")."""
+_NESTING_LEVELS: Final = MAX_NESTING + 1
+"""Containers open at once inside a handed-on form: the op map and what its values nest."""
 
 
 def _char(token: str) -> str:
@@ -279,6 +310,12 @@ def iter_forms(
                     elif first == "#":
                         if len(token) == 1:
                             raise ValueError("unexpected character '#'")
+                        if token[1:2] == "#":
+                            if token in _SYMBOLIC:
+                                raise ValueError(f"{token} {NON_FINITE_MESSAGE}")
+                            raise ValueError(
+                                f"unknown symbolic value {shown(token)} (EDN has ##Inf, ##-Inf, ##NaN)"
+                            )
                         (items if items is not None else top_markers).append(_TAG)
                         markers += 1
                         continue
@@ -306,6 +343,8 @@ def iter_forms(
                     else:
                         items = []
                         stack.append((value, items, line))
+                        if len(stack) - stream_depth > _NESTING_LEVELS:
+                            raise HistoryError(Position(source, line=line), NESTING_MESSAGE)
                     continue
                 if value.discard:
                     (items if items is not None else top_markers).append(_DISCARD)
@@ -412,6 +451,4 @@ def read_edn(path: str | os.PathLike[str]) -> Iterator[Operation]:
 def _describe(value: Any) -> str:
     if isinstance(value, list):
         return "a vector/list"
-    if isinstance(value, str):
-        return f"{value!r}"
-    return repr(value)
+    return shown(value)

@@ -11,7 +11,10 @@ Each non-blank line is a JSON object with the fields
     key      optional: any JSON value, for per-key models
 
 Other fields are ignored. The file is read line by line (never whole), in binary so that a byte
-that is not UTF-8 is reported with its line like any other error.
+that is not UTF-8 is reported with its line like any other error. Values are JSON (RFC 8259): the
+`NaN` and `Infinity` that Python's decoder would accept, and numbers that overflow a float, are
+bad input, as are lists and objects nested more than `MAX_NESTING` levels inside the line's
+object. A lone surrogate escape (`"\\ud800"`) is a string like any other.
 
 Conventions: the canonical defaults (`CANONICAL_CONVENTIONS`): Jepsen's semantics with a null
 initial value - a read of null tells nothing ("unconstrained", as in Knossos), and `fail` means
@@ -29,13 +32,27 @@ from typing import Any, Final
 import orjson
 
 from spark_checks.history import HistoryError, Operation, Position
-from spark_checks.readers._common import display_name, make_operation
+from spark_checks.readers._common import (
+    MAX_NESTING,
+    NESTING_MESSAGE,
+    NotAValueError,
+    display_name,
+    finite_float,
+    make_operation,
+    nests_deeper,
+    refuse_constant,
+)
 
 EXPECTED: Final = "expected a JSON object with fields index, process, type, f (and value, time, key)"
 
 # The C scanner behind json.loads: one value from a position (no whitespace skipping, no check
-# for trailing text), without the two regex matches `loads` spends on whitespace.
-_scan_once = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+# for trailing text), without the two regex matches `loads` spends on whitespace; NaN,
+# infinities and floats that overflow are refused (orjson refuses them too).
+_scan_once = json.JSONDecoder(  # type: ignore[attr-defined]
+    parse_constant=refuse_constant, parse_float=finite_float
+).scan_once
+LINE_NESTING: Final = MAX_NESTING + 1
+"""How deep a line may nest: its object, and the values inside it."""
 _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 _TWENTY_ZEROS = b"0" * 20
 _MINUS_NINETEEN_ZEROS = b"-" + b"0" * 19
@@ -89,6 +106,8 @@ def decode_line(raw: bytes, name: str, line_number: int | None) -> dict[str, Any
     with the same values. So do lines with an integer orjson would read as a float
     (`first_long_integer`).
     """
+    if nests_deeper(raw, LINE_NESTING):
+        raise HistoryError(Position(name, line=line_number), f"{EXPECTED}; {NESTING_MESSAGE}")
     try:
         if first_long_integer(raw) >= 0:
             raise orjson.JSONDecodeError("a long integer", "", 0)
@@ -124,6 +143,12 @@ def _slow_decode(raw: bytes, name: str, line_number: int | None) -> Any:
             Position(name, line=line_number),
             f"{EXPECTED}; the line is not valid JSON ({error.msg} at column {error.colno})",
         ) from None
+    except NotAValueError as error:
+        raise HistoryError(Position(name, line=line_number), f"{EXPECTED}; {error}") from None
+    except ValueError as error:  # an integer beyond int()'s digit limit (sys.get_int_max_str_digits)
+        raise HistoryError(
+            Position(name, line=line_number), f"{EXPECTED}; the line is not valid JSON here ({error})"
+        ) from None
     if end < len(text) and not text[end:].isspace():
         raise HistoryError(
             Position(name, line=line_number),
@@ -152,7 +177,9 @@ def write_jsonl(
     """Write operations as canonical JSON Lines; return how many were written.
 
     Refuses to replace an existing file (FileExistsError) unless `overwrite=True`. Values must
-    be JSON-like (dicts with string keys), as every reader produces them.
+    be JSON-like (dicts with string keys), as every reader produces them. A line holding a
+    lone surrogate (which UTF-8 cannot encode) is written with ASCII escapes, which read back
+    the same string.
     """
     try:
         handle = open(path, "w" if overwrite else "x", encoding="utf-8", newline="\n")  # noqa: SIM115
@@ -163,7 +190,13 @@ def write_jsonl(
     count = 0
     with handle:
         for operation in operations:
-            handle.write(json.dumps(operation_to_json(operation), ensure_ascii=False, allow_nan=False))
+            line = json.dumps(operation_to_json(operation), ensure_ascii=False, allow_nan=False)
+            if not line.isascii():
+                try:
+                    line.encode("utf-8")
+                except UnicodeEncodeError:
+                    line = json.dumps(operation_to_json(operation), allow_nan=False)
+            handle.write(line)
             handle.write("\n")
             count += 1
     return count

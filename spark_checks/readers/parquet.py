@@ -11,15 +11,23 @@ Columns (one row per operation, in history order):
     value    string, JSON text of any value shape; null for None
     key      string, JSON text; null for no key
 
-An integer `process` column is accepted too, and `time`, `value` and `key` may be missing.
+An integer `process` column is accepted too (and any integer type for `index` and `time`, a
+large or dictionary-encoded string for the text columns, and the null type for `time`,
+`value` and `key`), and `time`, `value` and `key` may be missing. A column of another type, or
+one of these columns twice, is bad input, found before any row is read.
 Files written here carry the schema metadata `kafkaspec.history = 1`, and, when the writer was
 given them, `kafkaspec.conventions` (JSON text) - the reader then reports those conventions
 instead of the canonical defaults, so a Knossos or Porcupine history converted to Parquet keeps
 its meaning (initial value, nil reads, failed CAS).
 
 Reading iterates record batches of one row group at a time (`ParquetFile.iter_batches`), so
-memory is bounded by a batch. Errors name the byte offset where the offending row group starts
-(or 0 for a file that is not Parquet) and the row number.
+memory is bounded by a batch. Errors name the row (0-based), or byte 0 for a file that is not
+readable Parquet or whose columns are wrong. The JSON texts are read as the JSON Lines reader
+reads a line (no NaN or infinities; at most `MAX_NESTING` levels of nesting).
+
+No column-chunk metadata is read: pyarrow 26 aborts the whole process (a C++ exception
+thrown through `RowGroupMetaData.column`, "Definition level histogram size mismatch") on
+some corrupt files whose row groups `iter_batches` reports as unreadable with an OSError.
 """
 
 from __future__ import annotations
@@ -35,9 +43,16 @@ import pyarrow.parquet as pq
 from spark_checks.history import HistoryError, JsonValue, Operation, Position
 from spark_checks.readers._common import (
     CANONICAL_CONVENTIONS,
+    MAX_NESTING,
+    NESTING_MESSAGE,
+    NotAValueError,
     check_conventions,
     display_name,
+    finite_float,
     make_operation,
+    nests_deeper,
+    refuse_constant,
+    shown,
 )
 
 MAGIC: Final = b"PAR1"
@@ -59,7 +74,33 @@ _FIELDS: list[pa.Field[Any]] = [
 ]
 SCHEMA: Final = pa.schema(_FIELDS)
 
-_decode = json.JSONDecoder().decode
+_decode = json.JSONDecoder(parse_constant=refuse_constant, parse_float=finite_float).decode
+
+
+def _is_text(kind: pa.DataType) -> bool:
+    if pa.types.is_dictionary(kind):
+        return _is_text(kind.value_type)
+    return pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind)
+
+
+def _is_integer(kind: pa.DataType) -> bool:
+    return pa.types.is_integer(kind)
+
+
+def _is_absent(kind: pa.DataType) -> bool:
+    return pa.types.is_null(kind)
+
+
+COLUMN_TYPES: Final = {
+    "index": ("an integer", (_is_integer,)),
+    "time": ("an integer (nanoseconds)", (_is_integer, _is_absent)),
+    "process": ("a string (JSON text) or an integer", (_is_text, _is_integer)),
+    "type": ("a string", (_is_text,)),
+    "f": ("a string", (_is_text,)),
+    "value": ("a string (JSON text)", (_is_text, _is_absent)),
+    "key": ("a string (JSON text)", (_is_text, _is_absent)),
+}
+"""What each column may hold: a description for messages, and the Arrow types accepted."""
 
 
 def _dumps(value: JsonValue) -> str:
@@ -125,15 +166,21 @@ def open_parquet(path: str | os.PathLike[str]) -> tuple[dict[str, JsonValue], It
         parquet = pq.ParquetFile(os.fspath(path))
         schema = parquet.schema_arrow
     except (pa.ArrowException, OSError, ValueError) as error:
-        raise HistoryError(Position(name, offset=0), f"not a readable Parquet file ({error})") from None
+        raise HistoryError(
+            Position(name, offset=0), f"not a readable Parquet file ({' '.join(str(error).split())})"
+        ) from None
     missing = [column for column in REQUIRED if column not in schema.names]
     if missing:
         raise HistoryError(Position(name, offset=0), f"{EXPECTED}; missing {', '.join(missing)}")
+    _check_columns(schema, name)
     conventions = dict(CANONICAL_CONVENTIONS)
     stored = (schema.metadata or {}).get(META_CONVENTIONS)
     if stored is not None:
         try:
-            raw = _decode(stored.decode("utf-8"))
+            text = stored.decode("utf-8")
+            if nests_deeper(text, MAX_NESTING):
+                raise ValueError(NESTING_MESSAGE)
+            raw = _decode(text)
         except ValueError:
             raise HistoryError(
                 Position(name, offset=0), "the kafkaspec.conventions metadata is not JSON text"
@@ -142,44 +189,56 @@ def open_parquet(path: str | os.PathLike[str]) -> tuple[dict[str, JsonValue], It
     return conventions, _iter_parquet(parquet, name)
 
 
+def _check_columns(schema: pa.Schema, name: str) -> None:
+    """Each column the reader uses appears once and has a type it can read."""
+    for column, (described, accepted) in COLUMN_TYPES.items():
+        count = schema.names.count(column)
+        if count > 1:
+            raise HistoryError(Position(name, offset=0), f"{EXPECTED}; column {column} appears {count} times")
+        if count == 1:
+            kind = schema.field(column).type
+            if not any(accepts(kind) for accepts in accepted):
+                raise HistoryError(
+                    Position(name, offset=0), f"{EXPECTED}; column {column} must be {described}, not {kind}"
+                )
+
+
 def _iter_parquet(parquet: pq.ParquetFile, name: str) -> Iterator[Operation]:
     names = [column for column in (*REQUIRED, *OPTIONAL) if column in parquet.schema_arrow.names]
     row = 0
     with parquet:
         for group in range(parquet.metadata.num_row_groups):
-            position = Position(name, offset=_row_group_offset(parquet, group))
+            first = row
             try:
                 for batch in parquet.iter_batches(batch_size=BATCH_ROWS, row_groups=[group], columns=names):
                     columns = [batch.column(column).to_pylist() for column in names]
                     for values in zip(*columns, strict=True):
-                        yield _row_operation(dict(zip(names, values, strict=True)), row, position)
+                        yield _row_operation(dict(zip(names, values, strict=True)), row, name)
                         row += 1
             except (pa.ArrowException, OSError) as error:
-                raise HistoryError(position, f"row group {group} is unreadable ({error})") from None
+                raise HistoryError(
+                    Position(name, row=row),
+                    f"row group {group} (from row {first}) is unreadable ({' '.join(str(error).split())})",
+                ) from None
 
 
-def _row_operation(obj: dict[str, Any], row: int, position: Position) -> Operation:
+def _row_operation(obj: dict[str, Any], row: int, name: str) -> Operation:
     for column in ("process", "value", "key"):
         text = obj.get(column)
         if type(text) is str:
             try:
+                if nests_deeper(text, MAX_NESTING):
+                    raise HistoryError(Position(name, row=row), f"{column}: {NESTING_MESSAGE}")
                 obj[column] = _decode(text)
+            except NotAValueError as error:
+                raise HistoryError(Position(name, row=row), f"{column}: {error}") from None
             except ValueError:
-                raise HistoryError(position, f"row {row}: {column} must be JSON text; got {text!r}") from None
+                raise HistoryError(
+                    Position(name, row=row), f"{column} must be JSON text; got {shown(text)}"
+                ) from None
         elif text is not None and column != "process":
-            raise HistoryError(position, f"row {row}: {column} must be JSON text; got {text!r}")
+            raise HistoryError(Position(name, row=row), f"{column} must be JSON text; got {shown(text)}")
     try:
-        return make_operation(obj, row, position.file, None, EXPECTED, position.offset)
+        return make_operation(obj, row, name, None, EXPECTED)
     except HistoryError as error:
-        raise HistoryError(position, f"row {row}: {error.message}") from None
-
-
-def _row_group_offset(parquet: pq.ParquetFile, group: int) -> int:
-    meta = parquet.metadata.row_group(group)
-    offsets = [
-        int(offset)
-        for column in (meta.column(i) for i in range(meta.num_columns))
-        for offset in (column.dictionary_page_offset, column.data_page_offset)
-        if offset is not None and offset > 0
-    ]
-    return min(offsets, default=len(MAGIC))
+        raise HistoryError(Position(name, row=row), error.message) from None

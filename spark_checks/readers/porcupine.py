@@ -74,7 +74,7 @@ def _etcd_value(text: str | None, position: Position) -> tuple[Any, bool]:
     except HistoryError as error:
         raise HistoryError(position, f"the value is not valid EDN: {error.message}") from None
     if len(forms) != 1:
-        raise HistoryError(position, f"expected one value after the function; got {text!r}")
+        raise HistoryError(position, f"expected one value after the function; got {_clip(text)!r}")
     return forms[0], False
 
 
@@ -94,9 +94,12 @@ def read_etcd_log(path: str | os.PathLike[str]) -> Iterator[Operation]:
                     position, f"unknown Porcupine line shape: expected {ETCD_SHAPE!r}; got {_clip(text)!r}"
                 )
             raw_process, raw_type, raw_f, raw_value = match.groups()
-            process: int | str = int(raw_process) if raw_process[0] != ":" else raw_process[1:]
-            op_type = parse_type(raw_type, position)
-            value, is_marker = _etcd_value(raw_value, position)
+            try:
+                process: int | str = int(raw_process) if raw_process[0] != ":" else raw_process[1:]
+                op_type = parse_type(raw_type, position)
+                value, is_marker = _etcd_value(raw_value, position)
+            except ValueError as error:  # an integer beyond int()'s digit limit
+                raise HistoryError(position, f"expected {ETCD_SHAPE!r}: {error}") from None
             if is_marker and (op_type is OpType.FAIL or op_type is OpType.INFO):
                 op_type, value = OpType.INFO, None  # e.g. :timed-out: the outcome is unknown
             yield Operation(index=ordinal, process=process, type=op_type, f=raw_f[1:], value=value)
