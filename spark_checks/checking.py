@@ -140,6 +140,7 @@ def detect_model(sample: Sequence[Operation]) -> str:
         if any(
             isinstance(micro, list) and micro and micro[0] in {"send", "poll"}
             for value in values
+            if isinstance(value, list)  # anything else is malformed: the model's checks say so
             for micro in value
         ):
             return "kafka"
@@ -159,8 +160,13 @@ def detect_model(sample: Sequence[Operation]) -> str:
 
 
 def partition_key_json(key: JsonValue) -> str:
-    """A part's key as canonical JSON text (Spark groups by it; `null` for the whole history)."""
-    return orjson.dumps(key, option=orjson.OPT_SORT_KEYS).decode("utf-8")
+    """A part's key as canonical JSON text (Spark groups by it; `null` for the whole history).
+    A key orjson cannot write (an integer beyond 64 bits, a lone surrogate) is written by the
+    standard library, with ASCII escapes, which `json.loads` reads back exactly."""
+    try:
+        return orjson.dumps(key, option=orjson.OPT_SORT_KEYS).decode("utf-8")
+    except TypeError:
+        return json.dumps(key, sort_keys=True, separators=(",", ":"))
 
 
 def split_calls(plan: Plan, calls: Iterable[Call]) -> Iterator[tuple[str, Call]]:

@@ -71,8 +71,8 @@ from spark_checks.history import (
     Verdict,
     new_call,
 )
-from spark_checks.readers._common import make_operation
-from spark_checks.readers.jsonl import EXPECTED, decode_line, first_long_integer
+from spark_checks.readers._common import make_operation, nests_deeper
+from spark_checks.readers.jsonl import EXPECTED, LINE_NESTING, decode_line, first_long_integer
 
 # Row kinds of stage 1 (and of stage 2's output, except PIECE and SUBSCRIPTION).
 PIECE: Final = 0  # part = the part's key JSON, payload = encoded call
@@ -331,6 +331,9 @@ Op = tuple[int, Any, str, str, JsonValue, JsonValue, int | None]
 
 
 _CHECKED_BYTES: Final = 1 << 20
+_DEEP_LINE_BYTES: Final = 2 * LINE_NESTING
+"""A line orjson decodes (balanced JSON) nests deeper than `LINE_NESTING` only if it is longer
+than this: shorter lines skip the depth check (`decode_line` makes it for the rest)."""
 
 
 def _clean_until(descriptor: int, offset: int) -> int:
@@ -369,7 +372,8 @@ class _Lines:
             # for long integers, now made per block); anything else, and every error, takes
             # `decode_line` itself.
             obj = None
-            if position <= clean_end:
+            shallow = len(raw) <= _DEEP_LINE_BYTES or not nests_deeper(raw, LINE_NESTING)
+            if position <= clean_end and shallow:
                 try:
                     obj = loads(raw)
                 except orjson.JSONDecodeError:
@@ -734,8 +738,12 @@ def _sends_to_several_keys(call: Call) -> bool:
 
 
 def _part_json(key: str) -> str:
-    # `checking.partition_key_json` of a Kafka key (always a string), without the call.
-    return orjson.dumps(key).decode("utf-8")
+    # `checking.partition_key_json` of a Kafka key (always a string), without the call
+    # (but with its fallback for what orjson cannot write: a lone surrogate).
+    try:
+        return orjson.dumps(key).decode("utf-8")
+    except TypeError:
+        return json.dumps(key)
 
 
 def _error_payload(error: Exception) -> bytes:
@@ -825,7 +833,7 @@ class _Parts:
         several = {decode_call(payload).invoke_index for payload in self.multi_info.get(part, ())}
         blobs = self.blobs.pop(part, ())
         if blobs:
-            key = orjson.loads(part)
+            key = json.loads(part)  # once per part; orjson refuses the escape of a lone surrogate
             make = new_call
             outcomes = _OUTCOME_BY_CODE
             for blob in blobs:
