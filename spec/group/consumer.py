@@ -1,0 +1,1213 @@
+"""The KIP-848 consumer group protocol: one group, its coordinator and its consumers.
+
+What it is
+    The state machine of a consumer group under the *consumer* rebalance protocol
+    (`group.protocol=consumer`, KIP-848, Kafka 4.x), as the group coordinator implements it
+    (`GroupMetadataManager.consumerGroupHeartbeat`, `ConsumerGroup`, `ConsumerGroupMember`,
+    `CurrentAssignmentBuilder`, `TargetAssignmentBuilder`) and as the consumer drives it with the
+    `ConsumerGroupHeartbeat` API. The group consumes one topic; every consumer subscribes to it.
+    Every action is a pure function `GroupState -> GroupState | None` (None: not enabled).
+
+The coordinator's epochs
+    * the **group epoch** grows by one whenever membership or subscriptions change: a member
+      joins (its subscription is new), leaves (epoch -1) or is fenced (session or rebalance
+      timeout);
+    * the **target assignment** is recomputed by the server-side assignor (`uniform` or
+      `range`, `spec.group.server_assignors`) at the first heartbeat that finds the group epoch
+      ahead of the **assignment epoch**, which then takes the group epoch;
+    * each **member epoch** says which target the member has reconciled to; members converge
+      one heartbeat at a time (`spec.group.consumer_reconciliation`: STABLE,
+      UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS), and a member moves to a newer epoch only
+      after its client has revoked what the new target takes away;
+    * each **partition epoch** (`ConsumerGroup.currentPartitionEpoch`) is the epoch of the member
+      that holds the partition (assigned or pending revocation); a partition is given to a member
+      only when no other member holds it, so under this protocol it is the *coordinator* that
+      keeps a partition to one owner at a time (under the classic protocol only the clients'
+      assignor and their good behaviour do).
+
+Heartbeat epoch rules (`throwIfConsumerGroupHeartbeatRequestIsInvalid`,
+`throwIfConsumerGroupMemberEpochIsInvalid`, `consumerGroupLeave`)
+    * epoch 0: join or rejoin with an empty owned list; a static member (KIP-345) replaces the
+      instance that left with -2, and is refused with UNRELEASED_INSTANCE_ID while that
+      instance has not left;
+    * epoch -1: leave; the member is removed and the group epoch bumped;
+    * epoch -2: a static member leaves for now: it keeps its assignment (its partitions stay
+      unassigned to others) until it returns with epoch 0 or its session expires;
+    * a larger epoch than the member's, or a smaller one, is FENCED_MEMBER_EPOCH: the client
+      loses its partitions without committing and rejoins with epoch 0 ...
+    * ... except the member's *previous* epoch when the owned partitions are a subset of its
+      assignment: the response carrying the bumped epoch may have been lost;
+    * rule `rejoin`: before KAFKA-19233 (fixed January 2026, apache/kafka #21305) the epoch-0
+      rejoin of a member the coordinator still has went through the same check and was refused
+      (`old`); now epoch 0 is always accepted (`fixed`).
+
+Offset commits (`ConsumerGroup.validateOffsetCommit`)
+    A consumer-protocol member commits with its member epoch. Rule `commit_rule`:
+    * `exact` (Kafka up to 4.2): the epoch must equal the member's epoch, else STALE_MEMBER_EPOCH;
+    * `range` (KIP-1251, Kafka 4.3, KAFKA-20066): the partition must be the member's and
+      assignment epoch(partition) <= commit epoch <= member epoch. The exact rule refuses a
+      legitimate commit whose client has not yet seen a bump (KAFKA-19779); both refuse a
+      zombie's commit (one for a partition since given to another member).
+
+Timers
+    Time is abstracted to "expired or not": an armed timer may expire at any moment, since
+    nothing bounds message delays against timeouts. The session timeout
+    (`group.consumer.session.timeout.ms`) may expire for any member (bounded by
+    `max_session_timeouts`); it is how a static member that left and never returned is
+    removed. The rebalance timeout is armed when a member enters UNREVOKED_PARTITIONS and fences
+    it if it is still at that epoch when it fires.
+
+What the consumer does (the client's view, `ConsumerMembershipManager`)
+    A client knows only what the coordinator's responses told it: its member epoch, its latest
+    assignment, and the partitions it owns (processes). It takes newly assigned partitions as
+    the response arrives and gives up revoked ones later (`ClientRevokePartitions`: the
+    `onPartitionsRevoked` callback and the commit before it), then reports them gone in its next
+    heartbeat. On FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID it loses everything and rejoins with
+    epoch 0 and the same member id (Kafka 4.0 clients keep their member id, KIP-1082).
+
+Messages
+    A heartbeat is built from the client's view at the moment it is sent, so it may carry a
+    stale epoch and owned list. It is usually handled at once (`ClientHeartbeat`: request,
+    handling and response in one step), may lose its response (`ClientHeartbeatResponseLost`:
+    the coordinator acted, the client never learns of it) or may be handled later
+    (`ClientSendHeartbeat` then `CoordinatorHandleHeartbeat`, while the client goes on revoking
+    and committing). A client has one heartbeat in flight at a time, as Kafka's
+    `HeartbeatRequestManager`. Offset commits are one step.
+
+What is abstracted
+    One topic, one group, no subscription changes other than joining and leaving, no regex
+    subscriptions, no classic-protocol members in the group, no upgrade or downgrade, no
+    coordinator failover. Heartbeats always carry the owned list (Kafka sends it only when it
+    changed). A client takes newly assigned partitions when the response arrives; in Kafka it
+    does so a little later, and a partition the coordinator has since released cannot be started
+    then because its offset fetch carries the older epoch (`ConsumerGroup.validateOffsetFetch`).
+
+Ghost state
+    `History` is not part of Kafka: the bounds' counters and the facts the invariants and
+    witnesses read ("a zombie commit landed", "a fenced member rejoined").
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from spec._frozen import cache_hash, fast_init, memoized, replace
+from spec.group.consumer_reconciliation import (
+    JOIN_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    NO_EPOCH,
+    MemberState,
+    ServerMember,
+    new_member,
+    reconcile,
+)
+from spec.group.server_assignors import range_assignment, uniform_assignment
+from spec.group.types import Errors
+
+# ---------------------------------------------------------------------------------------
+# Configuration
+# ---------------------------------------------------------------------------------------
+
+
+class ServerAssignor(enum.Enum):
+    """The server-side assignor (`group.consumer.assignors`; the heartbeat's `ServerAssignor`)."""
+
+    UNIFORM = "uniform"
+    RANGE = "range"
+
+    __hash__ = object.__hash__
+
+
+class RejoinRule(enum.Enum):
+    """Whether an epoch-0 heartbeat of a member the coordinator still has is validated like any
+    other epoch (`old`, before KAFKA-19233) or always accepted as a rejoin (`fixed`)."""
+
+    OLD = "old"
+    FIXED = "fixed"
+
+    __hash__ = object.__hash__
+
+
+class CommitEpochRule(enum.Enum):
+    """How an OffsetCommit's member epoch is validated: equal to the member's (`exact`) or
+    assignment epoch <= commit epoch <= member epoch (`range`, KIP-1251)."""
+
+    EXACT = "exact"
+    RANGE = "range"
+
+    __hash__ = object.__hash__
+
+
+@cache_hash
+@fast_init
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupConfig:
+    """Protocol rules, group shape and exploration bounds of one model-checking run.
+
+    The `max_*` fields and the `leaves`/`static_leaves`/`commits` switches only bound or
+    enable what the environment may do (faults, consumers' decisions); no protocol guard reads
+    them."""
+
+    members: int = 2  # consumers, numbered 0..members-1 (member m<i>)
+    partitions: int = 2  # partitions of the one subscribed topic
+    static_members: int = 0  # consumers 0..k-1 have a group.instance.id (KIP-345)
+    assignor: ServerAssignor = ServerAssignor.UNIFORM
+    rejoin: RejoinRule = RejoinRule.FIXED
+    commit_rule: CommitEpochRule = CommitEpochRule.EXACT
+    commits: bool = False  # explore OffsetCommit from the consumers
+    leaves: bool = False  # explore a consumer leaving with epoch -1 (once each)
+    static_leaves: bool = False  # explore a static consumer leaving with epoch -2
+    max_static_restarts: int = 0  # bound: static consumers coming back after -2
+    max_lost_responses: int = 0  # bound: heartbeat responses lost
+    max_late_heartbeats: int = 0  # bound: heartbeats handled later than sent
+    max_session_timeouts: int = 0  # bound: session expiries
+    max_rebalance_timeouts: int = 0  # bound: rebalance (revocation) timeouts that fence
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+    def is_static(self, client: int) -> bool:
+        """The consumer has a group.instance.id."""
+        return client < self.static_members
+
+
+# ---------------------------------------------------------------------------------------
+# Messages
+# ---------------------------------------------------------------------------------------
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class HeartbeatRequest:
+    """`ConsumerGroupHeartbeatRequest` with the fields the protocol reads: the member epoch and
+    the owned partitions (`TopicPartitions`; None: not sent). The member id and instance id are
+    the sending consumer's own."""
+
+    member_epoch: int
+    owned: frozenset[int] | None
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class HeartbeatResponse:
+    """`ConsumerGroupHeartbeatResponse`: an error, the member epoch and the assignment (None when
+    the response carries none)."""
+
+    error: Errors
+    member_epoch: int = NO_EPOCH
+    assignment: frozenset[int] | None = None
+
+
+# ---------------------------------------------------------------------------------------
+# State
+# ---------------------------------------------------------------------------------------
+
+
+@cache_hash
+@fast_init
+@dataclass(frozen=True, slots=True)
+class Coordinator:
+    """The coordinator's record of the group (`ConsumerGroup`), indexed by consumer.
+
+    `target` is the target assignment per member (None: no entry); `owners` is the partition
+    epoch table, per partition (member, epoch) or None when free (Kafka keeps only the epoch;
+    the owner is kept here so properties can name it). `illegal_state` is set when an update
+    of the partition epochs would have thrown IllegalStateException in Kafka."""
+
+    group_epoch: int
+    assignment_epoch: int
+    members: tuple[ServerMember | None, ...]
+    target: tuple[frozenset[int] | None, ...]
+    owners: tuple[tuple[int, int] | None, ...]
+    illegal_state: bool = False
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+
+class ClientStatus(enum.Enum):
+    """Where a consumer is in its membership (`MemberState` of the client, folded: JOINING,
+    FENCED and RECONCILING/ACKNOWLEDGING become JOINING and MEMBER)."""
+
+    JOINING = "joining"  # will heartbeat with epoch 0
+    MEMBER = "member"  # has an epoch > 0 (stable or reconciling)
+    UNSUBSCRIBED = "unsubscribed"  # left with epoch -1
+    STOPPED = "stopped"  # a static consumer that left with -2 (the process stopped), or a fatal error
+
+    __hash__ = object.__hash__
+
+
+@cache_hash
+@fast_init
+@dataclass(frozen=True, slots=True)
+class Client:
+    """One consumer's own view: what the coordinator's responses told it, and what it owns."""
+
+    status: ClientStatus = ClientStatus.JOINING
+    epoch: int = JOIN_GROUP_MEMBER_EPOCH  # the member epoch it last heard
+    assignment: frozenset[int] = frozenset()  # the assignment it last heard
+    owned: frozenset[int] = frozenset()  # what it processes; owned - assignment is still to revoke
+    in_flight: HeartbeatRequest | None = None  # a heartbeat sent and not yet handled
+    was_fenced: bool = False  # ghost: it has been told FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+
+class Event(enum.Enum):
+    """Facts the ghost history records (each once)."""
+
+    MEMBER_JOINED = "a consumer got its first assignment"
+    GROUP_STABLE = "every member was stable at the group epoch with 2+ members"
+    PARTITION_MOVED = "a partition was owned by one consumer, then by another"
+    IDLE_MEMBER = "a stable member had no partition"
+    MEMBER_LEFT = "a member left with epoch -1"
+    STATIC_MEMBER_LEFT = "a static member left with epoch -2"
+    STATIC_MEMBER_RETURNED = "a static member came back and got its partitions again"
+    CLIENT_FENCED = "a consumer was told FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID"
+    FENCED_MEMBER_REJOINED = "a fenced consumer rejoined and got an assignment"
+    FENCED_WHILE_REVOKING = "the rebalance timeout fenced a member that was revoking"
+    ZOMBIE_HOLDS_PARTITION = "a fenced consumer still owned a partition given to another member"
+    COMMIT_ACCEPTED = "an offset commit was accepted"
+    STALE_COMMIT_ACCEPTED = "a commit with an epoch older than the member's was accepted"
+    ZOMBIE_COMMIT_REFUSED = "a fenced or stale consumer's commit was refused"
+    ZOMBIE_COMMIT_LANDED = "a commit landed for a partition the committer did not hold"
+    LEGITIMATE_COMMIT_REFUSED = "a commit for a partition the member held was refused"
+
+    __hash__ = object.__hash__
+
+
+@cache_hash
+@fast_init
+@dataclass(frozen=True, slots=True)
+class History:
+    """Ghost state: the bounds' counters and the facts that happened."""
+
+    lost_responses: int = 0
+    late_heartbeats: int = 0
+    session_timeouts: int = 0
+    rebalance_timeouts: int = 0
+    static_restarts: int = 0
+    events: frozenset[Event] = frozenset()
+    previous_owner: tuple[int | None, ...] = ()  # the last consumer that owned each partition
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+
+@cache_hash
+@fast_init
+@dataclass(frozen=True, slots=True)
+class GroupState:
+    """The whole system: the coordinator, every consumer, the ghost history."""
+
+    coordinator: Coordinator
+    clients: tuple[Client, ...]
+    history: History
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+
+def initial_state(config: ConsumerGroupConfig) -> GroupState:
+    """An empty group at epoch 0; every consumer has subscribed and is about to join."""
+    coordinator = Coordinator(
+        group_epoch=0,
+        assignment_epoch=0,
+        members=(None,) * config.members,
+        target=(None,) * config.members,
+        owners=(None,) * config.partitions,
+    )
+    history = History(previous_owner=(None,) * config.partitions)
+    return GroupState(coordinator, (Client(),) * config.members, history)
+
+
+# ---------------------------------------------------------------------------------------
+# Actions
+# ---------------------------------------------------------------------------------------
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class ClientHeartbeat:
+    """`client` heartbeats and hears the answer (request, handling, response in one step)."""
+
+    client: int
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class ClientHeartbeatResponseLost:
+    """`client` heartbeats; the coordinator handles it; the response never arrives (the client's
+    request times out and it goes on with its old view)."""
+
+    client: int
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class ClientSendHeartbeat:
+    """`client` sends a heartbeat that the coordinator will handle later."""
+
+    client: int
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class CoordinatorHandleHeartbeat:
+    """The coordinator handles `client`'s heartbeat in flight; the client hears the answer."""
+
+    client: int
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class ClientRevokePartitions:
+    """`client` gives up the partitions its latest assignment no longer has (after
+    `onPartitionsRevoked`); its next heartbeat reports them gone."""
+
+    client: int
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class ClientCommitOffset:
+    """`client` commits an offset for `partition`, which it owns, with the member epoch it knows
+    (OffsetCommit v9+)."""
+
+    client: int
+    partition: int
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class ClientLeaveGroup:
+    """`client` unsubscribes: it gives up its partitions and heartbeats with epoch -1."""
+
+    client: int
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class ClientStaticLeave:
+    """Static `client` shuts down: it gives up its partitions and heartbeats with epoch -2."""
+
+    client: int
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class ClientStaticRestart:
+    """Static `client` starts again with the same group.instance.id and rejoins with epoch 0."""
+
+    client: int
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class CoordinatorSessionTimeout:
+    """`client`'s member's session expires: the coordinator fences it (removes it)."""
+
+    client: int
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class CoordinatorRebalanceTimeout:
+    """`client`'s member's rebalance timeout fires while it is still at the epoch the timer was
+    armed at: the coordinator fences it."""
+
+    client: int
+
+
+Action = (
+    ClientHeartbeat
+    | ClientHeartbeatResponseLost
+    | ClientSendHeartbeat
+    | CoordinatorHandleHeartbeat
+    | ClientRevokePartitions
+    | ClientCommitOffset
+    | ClientLeaveGroup
+    | ClientStaticLeave
+    | ClientStaticRestart
+    | CoordinatorSessionTimeout
+    | CoordinatorRebalanceTimeout
+)
+
+
+# ---------------------------------------------------------------------------------------
+# The coordinator's rules (pure functions an implementation must agree with)
+# ---------------------------------------------------------------------------------------
+
+
+def request_error(request: HeartbeatRequest, is_static: bool) -> Errors | None:
+    """`throwIfConsumerGroupHeartbeatRequestIsInvalid`, the member-epoch part: epoch 0 must carry
+    an empty owned list; -2 needs a group.instance.id; any other negative epoch but -1 is
+    invalid. None when the request is well formed."""
+    epoch = request.member_epoch
+    if epoch == JOIN_GROUP_MEMBER_EPOCH:
+        if request.owned is None or request.owned:
+            return Errors.INVALID_REQUEST  # "TopicPartitions must be empty when (re-)joining."
+        return None
+    if epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        return None if is_static else Errors.INVALID_REQUEST
+    if epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH:
+        return None
+    return Errors.INVALID_REQUEST  # "MemberEpoch is invalid."
+
+
+def member_epoch_error(
+    member: ServerMember, received_epoch: int, owned: frozenset[int] | None, rejoin: RejoinRule
+) -> Errors | None:
+    """`throwIfConsumerGroupMemberEpochIsInvalid`: FENCED_MEMBER_EPOCH for an epoch ahead of the
+    member's, or behind it unless it is the previous epoch and the owned partitions are a subset
+    of the assignment (the response with the bumped epoch may have been lost). Under the fixed
+    rule an epoch-0 rejoin is accepted before any check (KAFKA-19233)."""
+    if rejoin is RejoinRule.FIXED and received_epoch == JOIN_GROUP_MEMBER_EPOCH:
+        return None
+    if received_epoch > member.epoch:
+        return Errors.FENCED_MEMBER_EPOCH
+    if received_epoch < member.epoch and (
+        received_epoch != member.previous_epoch or owned is None or not owned <= member.assigned
+    ):
+        return Errors.FENCED_MEMBER_EPOCH
+    return None
+
+
+def commit_error(
+    member: ServerMember | None, partition: int, commit_epoch: int, rule: CommitEpochRule
+) -> Errors:
+    """`ConsumerGroup.validateOffsetCommit` for a consumer-protocol member: UNKNOWN_MEMBER_ID for
+    a member the group does not have; then the epoch rule (`CommitEpochRule`), STALE_MEMBER_EPOCH
+    when it fails. Under KIP-1251 a partition the member does not hold (assigned or pending
+    revocation) is refused too."""
+    if member is None:
+        return Errors.UNKNOWN_MEMBER_ID
+    if rule is CommitEpochRule.EXACT:
+        return Errors.NONE if commit_epoch == member.epoch else Errors.STALE_MEMBER_EPOCH
+    assigned_at = member.assignment_epoch(partition)
+    if assigned_at is None or not assigned_at <= commit_epoch <= member.epoch:
+        return Errors.STALE_MEMBER_EPOCH
+    return Errors.NONE
+
+
+@memoized
+def target_assignment(
+    config: ConsumerGroupConfig, members: tuple[int, ...], current: tuple[frozenset[int] | None, ...]
+) -> tuple[frozenset[int] | None, ...]:
+    """`TargetAssignmentBuilder` with the configured assignor: the new target per consumer (None
+    for consumers that are not members). `uniform` starts from the current target."""
+    if config.assignor is ServerAssignor.UNIFORM:
+        previous = {m: current[m] or frozenset() for m in members}
+        result = uniform_assignment(members, config.partitions, previous)
+    else:
+        static = frozenset(m for m in members if config.is_static(m))
+        result = range_assignment(members, config.partitions, static)
+    return tuple(result.get(m) if m in result else None for m in range(config.members))
+
+
+def _with_member(coordinator: Coordinator, client: int, member: ServerMember | None) -> Coordinator:
+    """The coordinator with `client`'s member record replaced, and the partition epochs updated
+    as `ConsumerGroup.updateMember`/`removeMember` do: the old record's partitions are removed at
+    its epoch, the new record's added at its epoch; a removal at the wrong epoch or an addition
+    to a partition someone holds is Kafka's IllegalStateException (`illegal_state`)."""
+    old = coordinator.members[client]
+    owners = list(coordinator.owners)
+    illegal = coordinator.illegal_state
+    if old is not None:
+        for p in sorted(old.holds()):
+            if owners[p] != (client, old.epoch):
+                illegal = True
+            owners[p] = None
+    if member is not None:
+        for p in sorted(member.holds()):
+            if owners[p] is not None:
+                illegal = True
+            owners[p] = (client, member.epoch)
+    members = (*coordinator.members[:client], member, *coordinator.members[client + 1 :])
+    target = coordinator.target
+    if member is None:  # removeMember also deletes the member's target assignment
+        target = (*target[:client], None, *target[client + 1 :])
+    return replace(coordinator, members=members, owners=tuple(owners), target=target, illegal_state=illegal)
+
+
+def fence_member(coordinator: Coordinator, client: int) -> Coordinator:
+    """`consumerGroupFenceMember`: remove the member (its partitions become free, its target
+    entry and timers go) and bump the group epoch."""
+    removed = _with_member(coordinator, client, None)
+    return replace(removed, group_epoch=coordinator.group_epoch + 1)
+
+
+def handle_heartbeat(
+    config: ConsumerGroupConfig, coordinator: Coordinator, client: int, request: HeartbeatRequest
+) -> tuple[Coordinator, HeartbeatResponse]:
+    """`GroupCoordinatorShard.consumerGroupHeartbeat`: validate, then leave (-1), leave for now
+    (-2) or join/heartbeat: (1) create or update the member, bumping the group epoch for a new
+    member; (2) recompute the target assignment when the group epoch is ahead of the assignment
+    epoch; (3) reconcile the member towards its target; answer its epoch and assignment."""
+    is_static = config.is_static(client)
+    invalid = request_error(request, is_static)
+    if invalid is not None:
+        return coordinator, HeartbeatResponse(invalid)
+    epoch = request.member_epoch
+    member = coordinator.members[client]
+    if epoch == LEAVE_GROUP_MEMBER_EPOCH:
+        if member is None:
+            return coordinator, HeartbeatResponse(Errors.UNKNOWN_MEMBER_ID)
+        return fence_member(coordinator, client), HeartbeatResponse(Errors.NONE, LEAVE_GROUP_MEMBER_EPOCH)
+    if epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        if member is None:
+            return coordinator, HeartbeatResponse(Errors.UNKNOWN_MEMBER_ID)
+        # consumerGroupStaticMemberGroupLeave: epoch -2, pending revocations dropped, assignment kept
+        leaving = replace(
+            member,
+            epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+            pending_revocation=frozenset(),
+            assignment_epochs=tuple(pair for pair in member.assignment_epochs if pair[0] in member.assigned),
+        )
+        return _with_member(coordinator, client, leaving), HeartbeatResponse(
+            Errors.NONE, LEAVE_GROUP_STATIC_MEMBER_EPOCH
+        )
+    group_epoch = coordinator.group_epoch
+    if member is None:
+        if epoch != JOIN_GROUP_MEMBER_EPOCH:
+            return coordinator, HeartbeatResponse(Errors.UNKNOWN_MEMBER_ID)
+        member = new_member()
+        group_epoch += 1  # a new subscription: the group epoch is bumped
+    elif epoch == JOIN_GROUP_MEMBER_EPOCH and is_static:
+        # getOrMaybeSubscribeStaticConsumerGroupMember: replace the instance iff it left with -2
+        if member.epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            return coordinator, HeartbeatResponse(Errors.UNRELEASED_INSTANCE_ID)
+        member = replace(
+            member,
+            epoch=JOIN_GROUP_MEMBER_EPOCH,
+            previous_epoch=JOIN_GROUP_MEMBER_EPOCH,
+            assignment_epochs=tuple((p, 0) for p, _ in member.assignment_epochs),
+        )
+    else:
+        fenced = member_epoch_error(member, epoch, request.owned, config.rejoin)
+        if fenced is not None:
+            return coordinator, HeartbeatResponse(fenced)
+    updated = _with_member(replace(coordinator, group_epoch=group_epoch), client, member)
+    if group_epoch > updated.assignment_epoch:
+        members = tuple(m for m in range(config.members) if updated.members[m] is not None)
+        updated = replace(
+            updated,
+            target=target_assignment(config, members, updated.target),
+            assignment_epoch=group_epoch,
+        )
+    target = updated.target[client] or frozenset()
+    owners = updated.owners
+
+    def partition_epoch(partition: int) -> int:
+        owner = owners[partition]
+        return NO_EPOCH if owner is None else owner[1]
+
+    reconciled = reconcile(member, updated.assignment_epoch, target, partition_epoch, request.owned)
+    if reconciled is not member:
+        updated = _with_member(updated, client, reconciled)
+    return updated, HeartbeatResponse(Errors.NONE, reconciled.epoch, reconciled.assigned)
+
+
+# ---------------------------------------------------------------------------------------
+# The client's rules
+# ---------------------------------------------------------------------------------------
+
+
+def heartbeat_request(client: Client) -> HeartbeatRequest:
+    """What the consumer sends: epoch 0 and nothing owned while joining, else its epoch and what
+    it owns (revoked partitions count until `ClientRevokePartitions`)."""
+    if client.status is ClientStatus.JOINING:
+        return HeartbeatRequest(JOIN_GROUP_MEMBER_EPOCH, frozenset())
+    return HeartbeatRequest(client.epoch, client.owned)
+
+
+def apply_response(client: Client, response: HeartbeatResponse) -> Client:
+    """`ConsumerMembershipManager.onHeartbeatSuccess` / `onHeartbeatFailure`: on success take the
+    epoch and assignment (and the newly assigned partitions); when fenced or unknown, lose every
+    partition without committing (`onPartitionsLost`) and rejoin with epoch 0; on
+    UNRELEASED_INSTANCE_ID or FENCED_INSTANCE_ID stop (fatal)."""
+    if client.status not in (ClientStatus.JOINING, ClientStatus.MEMBER):
+        return client
+    if response.error is Errors.NONE:
+        assignment = client.assignment if response.assignment is None else response.assignment
+        return replace(
+            client,
+            status=ClientStatus.MEMBER,
+            epoch=response.member_epoch,
+            assignment=assignment,
+            owned=client.owned | assignment,
+        )
+    if response.error in (Errors.FENCED_MEMBER_EPOCH, Errors.UNKNOWN_MEMBER_ID):
+        return replace(
+            client,
+            status=ClientStatus.JOINING,
+            epoch=JOIN_GROUP_MEMBER_EPOCH,
+            assignment=frozenset(),
+            owned=frozenset(),
+            was_fenced=True,
+        )
+    if response.error in (Errors.UNRELEASED_INSTANCE_ID, Errors.FENCED_INSTANCE_ID):
+        return replace(client, status=ClientStatus.STOPPED, assignment=frozenset(), owned=frozenset())
+    return client
+
+
+# ---------------------------------------------------------------------------------------
+# Helpers for the ghost history
+# ---------------------------------------------------------------------------------------
+
+
+def _with_client(state: GroupState, index: int, client: Client) -> GroupState:
+    clients = (*state.clients[:index], client, *state.clients[index + 1 :])
+    return GroupState(state.coordinator, clients, state.history)
+
+
+def _record(state: GroupState, *events: Event) -> GroupState:
+    """Add facts to the history, and the facts every state change may create."""
+    history = state.history
+    found = set(events)
+    coordinator = state.coordinator
+    previous_owner = list(history.previous_owner)
+    for index, client in enumerate(state.clients):
+        for p in client.owned:
+            if previous_owner[p] is not None and previous_owner[p] != index:
+                found.add(Event.PARTITION_MOVED)
+            previous_owner[p] = index
+        member = coordinator.members[index]
+        if member is None and client.status is ClientStatus.MEMBER:
+            for p in client.owned:
+                owner = coordinator.owners[p]
+                if owner is not None and owner[0] != index:
+                    found.add(Event.ZOMBIE_HOLDS_PARTITION)
+    present = [m for m in coordinator.members if m is not None]
+    if (
+        len(present) >= 2
+        and coordinator.assignment_epoch == coordinator.group_epoch
+        and all(m.state is MemberState.STABLE and m.epoch == coordinator.group_epoch for m in present)
+    ):
+        found.add(Event.GROUP_STABLE)
+        if any(not m.assigned for m in present):
+            found.add(Event.IDLE_MEMBER)
+    events_now = history.events | found
+    owners_now = tuple(previous_owner)
+    if events_now == history.events and owners_now == history.previous_owner:
+        return state
+    return replace(state, history=replace(history, events=events_now, previous_owner=owners_now))
+
+
+def _after_response(state: GroupState, index: int, before: Client, after: Client) -> GroupState:
+    """Record what a client's answer teaches the history."""
+    events: list[Event] = []
+    if after.was_fenced and not before.was_fenced:
+        events.append(Event.CLIENT_FENCED)
+    if before.status is ClientStatus.JOINING and after.status is ClientStatus.MEMBER:
+        events.append(Event.MEMBER_JOINED)
+        if before.was_fenced:
+            events.append(Event.FENCED_MEMBER_REJOINED)
+    return _record(_with_client(state, index, after), *events)
+
+
+def _exchange(
+    config: ConsumerGroupConfig, state: GroupState, index: int, request: HeartbeatRequest, delivered: bool
+) -> GroupState:
+    """The coordinator handles `request` from consumer `index`; the consumer hears the answer
+    when `delivered`."""
+    previous = state.coordinator.members[index]
+    coordinator, response = handle_heartbeat(config, state.coordinator, index, request)
+    before = state.clients[index]
+    state = GroupState(coordinator, state.clients, state.history)
+    after = replace(before, in_flight=None)
+    if delivered:
+        after = apply_response(after, response)
+    events: list[Event] = []
+    member = coordinator.members[index]
+    if (
+        response.error is Errors.NONE
+        and previous is not None
+        and previous.epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH
+        and member is not None
+        and member.assigned
+    ):
+        events.append(Event.STATIC_MEMBER_RETURNED)
+    return _record(_after_response(state, index, before, after), *events)
+
+
+# ---------------------------------------------------------------------------------------
+# One function per action
+# ---------------------------------------------------------------------------------------
+
+
+def _may_heartbeat(client: Client) -> bool:
+    return client.status in (ClientStatus.JOINING, ClientStatus.MEMBER) and client.in_flight is None
+
+
+def client_heartbeat(
+    config: ConsumerGroupConfig, state: GroupState, action: ClientHeartbeat
+) -> GroupState | None:
+    """A heartbeat handled at once; the client hears the answer."""
+    client = state.clients[action.client]
+    if not _may_heartbeat(client):
+        return None
+    return _exchange(config, state, action.client, heartbeat_request(client), delivered=True)
+
+
+def client_heartbeat_response_lost(
+    config: ConsumerGroupConfig, state: GroupState, action: ClientHeartbeatResponseLost
+) -> GroupState | None:
+    """A heartbeat handled at once whose response is lost (bounded by `max_lost_responses`)."""
+    client = state.clients[action.client]
+    if not _may_heartbeat(client) or state.history.lost_responses >= config.max_lost_responses:
+        return None
+    state = replace(state, history=replace(state.history, lost_responses=state.history.lost_responses + 1))
+    return _exchange(config, state, action.client, heartbeat_request(client), delivered=False)
+
+
+def client_send_heartbeat(
+    config: ConsumerGroupConfig, state: GroupState, action: ClientSendHeartbeat
+) -> GroupState | None:
+    """A heartbeat leaves the client and waits in the network (bounded by `max_late_heartbeats`)."""
+    client = state.clients[action.client]
+    if not _may_heartbeat(client) or state.history.late_heartbeats >= config.max_late_heartbeats:
+        return None
+    history = replace(state.history, late_heartbeats=state.history.late_heartbeats + 1)
+    client = replace(client, in_flight=heartbeat_request(client))
+    return replace(_with_client(state, action.client, client), history=history)
+
+
+def coordinator_handle_heartbeat(
+    config: ConsumerGroupConfig, state: GroupState, action: CoordinatorHandleHeartbeat
+) -> GroupState | None:
+    """The coordinator handles the heartbeat in flight, built from what the client knew when it
+    sent it; the client applies the answer to what it knows now."""
+    request = state.clients[action.client].in_flight
+    if request is None:
+        return None
+    return _exchange(config, state, action.client, request, delivered=True)
+
+
+def client_revoke_partitions(
+    config: ConsumerGroupConfig, state: GroupState, action: ClientRevokePartitions
+) -> GroupState | None:
+    """The consumer finishes revoking what its latest assignment dropped."""
+    client = state.clients[action.client]
+    if client.status is not ClientStatus.MEMBER or client.owned <= client.assignment:
+        return None
+    client = replace(client, owned=client.owned & client.assignment)
+    return _record(_with_client(state, action.client, client))
+
+
+def client_commit_offset(
+    config: ConsumerGroupConfig, state: GroupState, action: ClientCommitOffset
+) -> GroupState | None:
+    """An OffsetCommit for a partition the consumer owns, with the epoch it knows. The history
+    records whether a commit landed for a partition the committer does not hold on the
+    coordinator (a zombie commit), or was refused although it does (a false fencing)."""
+    client = state.clients[action.client]
+    if not config.commits or client.status is not ClientStatus.MEMBER or action.partition not in client.owned:
+        return None
+    coordinator = state.coordinator
+    member = coordinator.members[action.client]
+    error = commit_error(member, action.partition, client.epoch, config.commit_rule)
+    holds = (
+        member is not None
+        and coordinator.owners[action.partition] == (action.client, member.epoch)
+        and client.epoch <= member.epoch
+    )
+    if error is Errors.NONE:
+        events = [Event.COMMIT_ACCEPTED]
+        if not holds:
+            events.append(Event.ZOMBIE_COMMIT_LANDED)
+        if member is not None and client.epoch < member.epoch:
+            events.append(Event.STALE_COMMIT_ACCEPTED)
+        return _record(state, *events)
+    return _record(state, Event.LEGITIMATE_COMMIT_REFUSED if holds else Event.ZOMBIE_COMMIT_REFUSED)
+
+
+def client_leave_group(
+    config: ConsumerGroupConfig, state: GroupState, action: ClientLeaveGroup
+) -> GroupState | None:
+    """The consumer unsubscribes: it revokes everything, then heartbeats with epoch -1."""
+    client = state.clients[action.client]
+    if not config.leaves or client.status is not ClientStatus.MEMBER or client.in_flight is not None:
+        return None
+    left = Client(ClientStatus.UNSUBSCRIBED, LEAVE_GROUP_MEMBER_EPOCH, was_fenced=client.was_fenced)
+    coordinator, response = handle_heartbeat(
+        config, state.coordinator, action.client, HeartbeatRequest(LEAVE_GROUP_MEMBER_EPOCH, frozenset())
+    )
+    events = (Event.MEMBER_LEFT,) if response.error is Errors.NONE else ()
+    return _record(
+        _with_client(GroupState(coordinator, state.clients, state.history), action.client, left), *events
+    )
+
+
+def client_static_leave(
+    config: ConsumerGroupConfig, state: GroupState, action: ClientStaticLeave
+) -> GroupState | None:
+    """A static consumer shuts down: it revokes everything, then heartbeats with epoch -2."""
+    client = state.clients[action.client]
+    if (
+        not config.static_leaves
+        or not config.is_static(action.client)
+        or client.status is not ClientStatus.MEMBER
+        or client.in_flight is not None
+    ):
+        return None
+    stopped = Client(ClientStatus.STOPPED, LEAVE_GROUP_STATIC_MEMBER_EPOCH, was_fenced=client.was_fenced)
+    coordinator, response = handle_heartbeat(
+        config,
+        state.coordinator,
+        action.client,
+        HeartbeatRequest(LEAVE_GROUP_STATIC_MEMBER_EPOCH, frozenset()),
+    )
+    events = (Event.STATIC_MEMBER_LEFT,) if response.error is Errors.NONE else ()
+    return _record(
+        _with_client(GroupState(coordinator, state.clients, state.history), action.client, stopped), *events
+    )
+
+
+def client_static_restart(
+    config: ConsumerGroupConfig, state: GroupState, action: ClientStaticRestart
+) -> GroupState | None:
+    """The static consumer's process starts again; it will rejoin with epoch 0 and its
+    group.instance.id (bounded by `max_static_restarts`)."""
+    client = state.clients[action.client]
+    if (
+        not config.is_static(action.client)
+        or client.status is not ClientStatus.STOPPED
+        or state.history.static_restarts >= config.max_static_restarts
+    ):
+        return None
+    history = replace(state.history, static_restarts=state.history.static_restarts + 1)
+    restarted = Client(was_fenced=client.was_fenced)
+    return replace(_with_client(state, action.client, restarted), history=history)
+
+
+def coordinator_session_timeout(
+    config: ConsumerGroupConfig, state: GroupState, action: CoordinatorSessionTimeout
+) -> GroupState | None:
+    """The member's session expires (`scheduleConsumerGroupSessionTimeout`): it is fenced. For a
+    static member that left with -2 this is the designed end of its absence, enabled whenever
+    `max_session_timeouts` > 0 and not counted; for a consumer still running it is a false
+    suspicion (a long pause, a slow network), counted against the bound."""
+    member = state.coordinator.members[action.client]
+    if member is None or not config.max_session_timeouts:
+        return None
+    history = state.history
+    if member.epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        if history.session_timeouts >= config.max_session_timeouts:
+            return None
+        history = replace(history, session_timeouts=history.session_timeouts + 1)
+    coordinator = fence_member(state.coordinator, action.client)
+    return _record(GroupState(coordinator, state.clients, history))
+
+
+def coordinator_rebalance_timeout(
+    config: ConsumerGroupConfig, state: GroupState, action: CoordinatorRebalanceTimeout
+) -> GroupState | None:
+    """The rebalance timeout armed when the member started revoking fires while the member is
+    still at that epoch (`scheduleConsumerGroupRebalanceTimeout`): it is fenced."""
+    member = state.coordinator.members[action.client]
+    if member is None or member.rebalance_deadline is None or member.rebalance_deadline != member.epoch:
+        return None
+    if state.history.rebalance_timeouts >= config.max_rebalance_timeouts:
+        return None
+    history = replace(state.history, rebalance_timeouts=state.history.rebalance_timeouts + 1)
+    coordinator = fence_member(state.coordinator, action.client)
+    return _record(GroupState(coordinator, state.clients, history), Event.FENCED_WHILE_REVOKING)
+
+
+# ---------------------------------------------------------------------------------------
+# The transition relation
+# ---------------------------------------------------------------------------------------
+
+
+@memoized
+def _actions_of(config: ConsumerGroupConfig) -> tuple[tuple[Action, ...], ...]:
+    """Every action object of each consumer (built once per configuration)."""
+    table: list[tuple[Action, ...]] = []
+    for c in range(config.members):
+        actions: list[Action] = [
+            ClientHeartbeat(c),
+            CoordinatorHandleHeartbeat(c),
+            ClientRevokePartitions(c),
+        ]
+        if config.max_lost_responses:
+            actions.append(ClientHeartbeatResponseLost(c))
+        if config.max_late_heartbeats:
+            actions.append(ClientSendHeartbeat(c))
+        if config.commits:
+            actions.extend(ClientCommitOffset(c, p) for p in range(config.partitions))
+        if config.leaves:
+            actions.append(ClientLeaveGroup(c))
+        if config.is_static(c) and config.static_leaves:
+            actions.append(ClientStaticLeave(c))
+        if config.is_static(c) and config.max_static_restarts:
+            actions.append(ClientStaticRestart(c))
+        if config.max_session_timeouts:
+            actions.append(CoordinatorSessionTimeout(c))
+        if config.max_rebalance_timeouts:
+            actions.append(CoordinatorRebalanceTimeout(c))
+        table.append(tuple(actions))
+    return tuple(table)
+
+
+def candidate_actions(config: ConsumerGroupConfig, state: GroupState) -> Iterator[Action]:
+    """The actions worth trying in `state` (a superset of the enabled ones; `step` applies the
+    guards)."""
+    for actions in _actions_of(config):
+        yield from actions
+
+
+_ACTION_FUNCTIONS: dict[type, Callable[[ConsumerGroupConfig, GroupState, Any], GroupState | None]] = {
+    ClientHeartbeat: client_heartbeat,
+    ClientHeartbeatResponseLost: client_heartbeat_response_lost,
+    ClientSendHeartbeat: client_send_heartbeat,
+    CoordinatorHandleHeartbeat: coordinator_handle_heartbeat,
+    ClientRevokePartitions: client_revoke_partitions,
+    ClientCommitOffset: client_commit_offset,
+    ClientLeaveGroup: client_leave_group,
+    ClientStaticLeave: client_static_leave,
+    ClientStaticRestart: client_static_restart,
+    CoordinatorSessionTimeout: coordinator_session_timeout,
+    CoordinatorRebalanceTimeout: coordinator_rebalance_timeout,
+}
+
+
+def step(config: ConsumerGroupConfig, state: GroupState, action: Action) -> GroupState | None:
+    """Apply `action` if it is enabled in `state`; None otherwise."""
+    return _ACTION_FUNCTIONS[type(action)](config, state, action)
+
+
+# ---------------------------------------------------------------------------------------
+# Invariants (safety properties of every reachable state)
+# ---------------------------------------------------------------------------------------
+
+
+def _is_member(state: GroupState, index: int) -> bool:
+    """The consumer is running and the coordinator still counts it as a member."""
+    return state.clients[index].status is ClientStatus.MEMBER and state.coordinator.members[index] is not None
+
+
+def one_owner_per_partition(state: GroupState) -> bool:
+    """No partition is owned by two consumers at once, among the consumers the coordinator still
+    counts as members. Under the consumer protocol the coordinator enforces it: a partition is
+    given to a member only when its partition epoch is free, and it is freed only once the
+    previous owner's heartbeat no longer lists it. A consumer the coordinator has fenced may
+    still hold partitions until it hears so (see `no_partition_processed_twice`): the coordinator
+    cannot stop it, only refuse its commits."""
+    seen: set[int] = set()
+    for index, client in enumerate(state.clients):
+        if not client.owned or not _is_member(state, index):
+            continue
+        if not seen.isdisjoint(client.owned):
+            return False
+        seen |= client.owned
+    return True
+
+
+def no_partition_processed_twice(state: GroupState) -> bool:
+    """No partition is owned by two running consumers at once, fenced ones included. Not a
+    guarantee: a consumer fenced by a timeout (a long pause, a slow revocation) keeps processing
+    until its next heartbeat tells it, while the coordinator has already given its partitions
+    to others; Kafka makes such a zombie harmless by refusing its commits."""
+    seen: set[int] = set()
+    for client in state.clients:
+        if client.status is not ClientStatus.MEMBER:
+            continue
+        if not seen.isdisjoint(client.owned):
+            return False
+        seen |= client.owned
+    return True
+
+
+def partition_epochs_consistent(state: GroupState) -> bool:
+    """The partition epoch table is exactly what the members hold: every partition assigned or
+    pending revocation to a member carries that member's epoch, no partition is held by two
+    members, a free partition is held by none, and no update ever hit Kafka's
+    IllegalStateException (adding an epoch to an owned partition, removing one at another epoch)."""
+    coordinator = state.coordinator
+    if coordinator.illegal_state:
+        return False
+    expected: list[tuple[int, int] | None] = [None] * len(coordinator.owners)
+    for index, member in enumerate(coordinator.members):
+        if member is None:
+            continue
+        for p in member.holds():
+            if expected[p] is not None:
+                return False
+            expected[p] = (index, member.epoch)
+    return tuple(expected) == coordinator.owners
+
+
+def no_member_holds_reassigned_partition(state: GroupState) -> bool:
+    """A member never holds a partition the coordinator has given to another member (which does so
+    at a newer epoch): for every consumer still a member, each partition it owns has that member as
+    its owner in the partition epoch table. Vanlightly's TLA+ draft of KIP-848 checks the same
+    safety property as NoDoubleClientAssignment."""
+    owners = state.coordinator.owners
+    for index, client in enumerate(state.clients):
+        if not client.owned or not _is_member(state, index):
+            continue
+        for p in client.owned:
+            owner = owners[p]
+            if owner is not None and owner[0] != index:
+                return False
+    return True
+
+
+def epochs_are_ordered(state: GroupState) -> bool:
+    """member epoch <= assignment epoch <= group epoch, and no consumer knows an epoch newer than
+    its member's on the coordinator (a consumer learns epochs only from the coordinator)."""
+    coordinator = state.coordinator
+    if coordinator.assignment_epoch > coordinator.group_epoch:
+        return False
+    for index, member in enumerate(coordinator.members):
+        if member is None:
+            continue
+        if member.epoch > coordinator.assignment_epoch:
+            return False
+        client = state.clients[index]
+        if client.status is ClientStatus.MEMBER and member.epoch >= 0 and client.epoch > member.epoch:
+            return False
+    return True
+
+
+def no_zombie_commit(state: GroupState) -> bool:
+    """A fenced or stale member's commit never lands: every accepted OffsetCommit came from a
+    member that holds the partition on the coordinator, with an epoch no newer than its own.
+    Holds under both commit rules: the exact rule because a partition leaves a member only
+    when the member moves to a newer epoch or is removed; the KIP-1251 range rule because it
+    checks the partition is still the member's."""
+    return Event.ZOMBIE_COMMIT_LANDED not in state.history.events
+
+
+def no_false_fencing(state: GroupState) -> bool:
+    """A legitimate commit is never refused: a commit for a partition the member holds on the
+    coordinator, with an epoch the member had, is accepted. Fails under the exact rule when the
+    coordinator bumped the member's epoch (keeping the partition) and the consumer has not heard
+    of it yet (KAFKA-19779); KIP-1251's range rule fixes it."""
+    return Event.LEGITIMATE_COMMIT_REFUSED not in state.history.events
+
+
+# ---------------------------------------------------------------------------------------
+# The stuck check (a rebalance no action can complete)
+# ---------------------------------------------------------------------------------------
+
+
+def members_wait(state: GroupState) -> bool:
+    """A running consumer waits for the group: it is (re)joining, or its member is not yet
+    reconciled to the group epoch, or the target is behind the group epoch."""
+    coordinator = state.coordinator
+    for index, client in enumerate(state.clients):
+        if client.status is ClientStatus.JOINING:
+            return True
+        if client.status is not ClientStatus.MEMBER:
+            continue
+        member = coordinator.members[index]
+        if member is None or member.epoch < 0:
+            continue
+        if coordinator.assignment_epoch < coordinator.group_epoch:
+            return True
+        if member.state is not MemberState.STABLE or member.epoch != coordinator.assignment_epoch:
+            return True
+    return False
+
+
+def progress_actions(config: ConsumerGroupConfig, state: GroupState) -> Iterator[Action]:
+    """The actions by which the protocol itself completes a rebalance: heartbeats that arrive,
+    revocations the consumers finish, and the session timeout of a static member that left
+    with -2 (the designed way its partitions come back). Not faults (lost responses), not
+    consumers' decisions (leaving, restarting), and not the timeouts that fence a running
+    consumer: those end a wait only by treating a live member as dead, which costs the group
+    a session or rebalance timeout (45 s / 5 min by default) with partitions unconsumed."""
+    for c in range(config.members):
+        yield ClientHeartbeat(c)
+        yield CoordinatorHandleHeartbeat(c)
+        yield ClientRevokePartitions(c)
+        member = state.coordinator.members[c]
+        if (
+            member is not None
+            and member.epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH
+            and config.max_session_timeouts
+        ):
+            yield CoordinatorSessionTimeout(c)
+
+
+def rebalance_completes(config: ConsumerGroupConfig) -> Callable[[GroupState], bool]:
+    """The stuck check: it fails in a state where consumers wait (`members_wait`) and none of the
+    protocol's own actions (`progress_actions`) changes anything. Under the old rejoin rule a
+    consumer fenced with FENCED_MEMBER_EPOCH while the coordinator still has its member rejoins
+    with epoch 0 and is refused again and again (KAFKA-19233): only its session timeout can end
+    the wait."""
+    from spec.machines import not_stuck
+
+    return not_stuck(
+        members_wait,
+        lambda state: progress_actions(config, state),
+        lambda state, action: step(config, state, action),
+    )
+
+
+INVARIANTS: dict[str, Callable[[GroupState], bool]] = {
+    "one_owner_per_partition": one_owner_per_partition,
+    "no_partition_processed_twice": no_partition_processed_twice,
+    "partition_epochs_consistent": partition_epochs_consistent,
+    "no_member_holds_reassigned_partition": no_member_holds_reassigned_partition,
+    "epochs_are_ordered": epochs_are_ordered,
+    "no_zombie_commit": no_zombie_commit,
+    "no_false_fencing": no_false_fencing,
+}
+"""Every state invariant of the consumer group, by name (the stuck check `rebalance_completes`
+depends on the configuration and is built by `invariants_for`)."""
+
+
+def invariants_for(config: ConsumerGroupConfig) -> dict[str, Callable[[GroupState], bool]]:
+    """Every invariant, the stuck check included, for `config`."""
+    return {**INVARIANTS, "rebalance_completes": rebalance_completes(config)}
+
+
+# ---------------------------------------------------------------------------------------
+# Step properties
+# ---------------------------------------------------------------------------------------
+
+
+def epochs_only_grow(before: GroupState, after: GroupState) -> bool:
+    """Epochs only grow: the group and assignment epochs never decrease; a member's epoch never
+    decreases while it stays in the group, except that a static member's goes to -2 when it
+    leaves for now and to 0 when a new instance replaces it; a running consumer's known epoch
+    never decreases except when it rejoins (0) or leaves (-1, -2)."""
+    old, new = before.coordinator, after.coordinator
+    if new.group_epoch < old.group_epoch or new.assignment_epoch < old.assignment_epoch:
+        return False
+    for was, now in zip(old.members, new.members, strict=True):
+        if was is None or now is None or now is was:
+            continue
+        if now.epoch < was.epoch and now.epoch not in (
+            LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+            JOIN_GROUP_MEMBER_EPOCH,
+        ):
+            return False
+        if now.epoch == JOIN_GROUP_MEMBER_EPOCH and was.epoch not in (LEAVE_GROUP_STATIC_MEMBER_EPOCH, 0):
+            return False
+    for was_client, now_client in zip(before.clients, after.clients, strict=True):
+        if now_client is was_client or now_client.status is not ClientStatus.MEMBER:
+            continue
+        if was_client.status is ClientStatus.MEMBER and now_client.epoch < was_client.epoch:
+            return False
+    return True
+
+
+STEP_PROPERTIES: dict[str, Callable[[GroupState, GroupState], bool]] = {"epochs_only_grow": epochs_only_grow}
+
+
+# ---------------------------------------------------------------------------------------
+# Witnesses (states that must be reachable, so no property holds vacuously)
+# ---------------------------------------------------------------------------------------
+
+
+def _happened(event: Event) -> Callable[[GroupState], bool]:
+    def witness(state: GroupState) -> bool:
+        return event in state.history.events
+
+    witness.__doc__ = f"Reachable: {event.value}."
+    witness.__name__ = event.name.lower()
+    return witness
+
+
+WITNESSES: dict[str, Callable[[GroupState], bool]] = {event.name.lower(): _happened(event) for event in Event}
+"""Reachability goals, one per ghost fact (`Event`): e.g. `group_stable`, `partition_moved`,
+`static_member_returned`, `fenced_while_revoking`, `zombie_commit_refused`."""
