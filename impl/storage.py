@@ -65,9 +65,13 @@ Durability and recovery (`LogLoader`)
     point is a torn or corrupt tail of an unflushed write: the segment is cut at the end of
     the last valid batch and later segments are deleted. A bad batch below the recovery
     point means flushed data was damaged: `CorruptLogError` (file and byte position in the
-    message). Reads check each batch's CRC again, so a record that rots after open is
-    refused rather than served. Kafka only rescans segments above the recovery point;
-    scanning everything costs a read of the log on open and buys the guarantee that a
+    message); so is a log whose valid batches end below the recovery point (the last
+    segment cut at a batch boundary, emptied or deleted) or start above the checkpointed log
+    start offset (the first segments deleted): flushed records never vanish silently. Reads
+    check each batch's CRC again, so a record that rots after open is refused rather than
+    served, and a read that finds the file shorter than what the log wrote (cut under the
+    open log) raises instead of retrying. Kafka only rescans segments above the recovery
+    point; scanning everything costs a read of the log on open and buys the guarantee that a
     corrupt record is never served.
 
     Other files a crash can leave half-done: the leader-epoch checkpoint is written *before*
@@ -510,13 +514,25 @@ class LogSegment:
         records: list[StoredRecord] = []
         position = self.position_of(offset)
         while position < self.size and len(records) < max_records:
-            chunk = os.pread(self._log_fd, min(READ_CHUNK_BYTES, self.size - position), position)
+            chunk = self._pread_exactly(min(READ_CHUNK_BYTES, self.size - position), position)
             used = self._parse(chunk, position, offset, max_records, records)
             if used == 0:  # one batch larger than a chunk: read exactly that batch
-                chunk = os.pread(self._log_fd, self._batch_size(position), position)
+                chunk = self._pread_exactly(self._batch_size(position), position)
                 used = self._parse(chunk, position, offset, max_records, records)
             position += used
         return records
+
+    def _pread_exactly(self, count: int, position: int) -> bytes:
+        """`count` bytes at `position`, which this segment wrote: fewer means the file was cut
+        under the open log, and the read must fail rather than retry the same bytes forever."""
+        data = os.pread(self._log_fd, count, position)
+        if len(data) < count:
+            on_disk = os.fstat(self._log_fd).st_size
+            raise self._corrupt(
+                position + len(data),
+                f"the file holds {on_disk} bytes but the log wrote {self.size} (cut while the log was open)",
+            )
+        return data
 
     def _parse(
         self, chunk: bytes, position: int, offset: int, max_records: int, records: list[StoredRecord]
@@ -560,7 +576,7 @@ class LogSegment:
         cut in the middle as a new batch), then rebuild state and index tail."""
         position = self.position_of(offset)
         if position < self.size:
-            batch = os.pread(self._log_fd, self._batch_size(position), position)
+            batch = self._pread_exactly(self._batch_size(position), position)
             problem, _ = batch_problem(batch, 0, None)
             if problem is not None:
                 raise self._corrupt(position, problem)
@@ -762,6 +778,7 @@ class SegmentedLog:
         After a crash the epoch cache (written ahead of the records) is trimmed to the
         recovered log end, as the spec's `recover_after_crash` (a `truncate_to`) does; after a
         clean shutdown it is exact already, including an epoch assigned at the log end."""
+        self._check_nothing_flushed_is_missing()
         self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
         if self._log_start_offset > self.log_end_offset:
             # Everything left is below a DeleteRecords/retention point that was not flushed.
@@ -772,6 +789,29 @@ class SegmentedLog:
         self._high_watermark = min(max(self._high_watermark, self._log_start_offset), self.log_end_offset)
         self._epoch_cache.truncate_from_end(self.log_end_offset + 1 if clean else self.log_end_offset)
         self._epoch_cache.truncate_from_start(self._log_start_offset)
+
+    def _check_nothing_flushed_is_missing(self) -> None:
+        """Refuse to open when whole batches of flushed records are gone: the last segment cut
+        at a batch boundary or emptied, the last segments or the first ones deleted. Every
+        batch left is valid then, so the scan finds nothing; but appends only move the log
+        end up, and truncation and retention move their checkpoints first, so a log ending
+        below the recovery point (or starting above the log start offset) lost records that
+        `flush` promised were on disk."""
+        first, last = self._segments[0], self._segments[-1]
+        start, end, flushed = self._log_start_offset, self.log_end_offset, self._recovery_point
+        if start < first.base_offset and start < flushed:
+            raise CorruptLogError(
+                f"{first.log_path}: byte 0: the log starts at offset {first.base_offset} but the log start "
+                f"offset checkpoint is {start} and the recovery point {flushed}: flushed records "
+                f"{start}..{min(first.base_offset, flushed) - 1} are missing (the segments before it were "
+                "deleted)"
+            )
+        if max(end, start) < flushed:
+            raise CorruptLogError(
+                f"{last.log_path}: byte {last.size}: the log ends at offset {end}, below the recovery point "
+                f"{flushed}: flushed records {max(end, start)}..{flushed - 1} are missing (the segment was "
+                "cut or emptied, or the segments after it were deleted)"
+            )
 
     def _add_segment(self, base_offset: int) -> LogSegment:
         segment = LogSegment(self.directory, base_offset, self.config.index_interval_bytes)

@@ -822,3 +822,98 @@ def test_a_garbage_truncate_marker_is_reported(tmp_path: Path) -> None:
     (tmp_path / storage.TRUNCATE_FULLY_MARKER).write_text("??")
     with pytest.raises(CorruptLogError, match="truncate-fully-pending: byte 0: expected an offset"):
         storage.open(tmp_path, SMALL)
+
+
+# ---------------------------------------------------------------------------------------
+# Damage under an open log, and flushed records that vanished whole
+# ---------------------------------------------------------------------------------------
+
+
+class _HungError(Exception):
+    pass
+
+
+def within_seconds(seconds: float, action: Any) -> Any:
+    """Run `action()`, failing (not hanging) if it runs longer than `seconds`."""
+
+    def expire(signum: int, frame: object) -> None:
+        raise _HungError(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return action()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("cut", ["middle_of_a_batch", "batch_boundary", "empty"])
+def test_a_segment_cut_under_the_open_log_fails_the_read_instead_of_spinning(
+    tmp_path: Path, cut: str
+) -> None:
+    config = LogConfig(segment_bytes=1 << 20, index_interval_bytes=64)
+    log = filled(tmp_path, 60, config)
+    path = tmp_path / segment_file_name(0, "log")
+    boundaries = [position for position, *_ in batches_in(path)]
+    # Past a batch header (its length is readable) but short of the batch: the read used to spin.
+    keep = {"middle_of_a_batch": boundaries[5] + 30, "batch_boundary": boundaries[5], "empty": 0}[cut]
+    os.truncate(path, keep)
+    for start in (0, 15, 40):
+        with pytest.raises(CorruptLogError, match=rf"{path}: byte \d+: "):
+            within_seconds(5, lambda start=start: log.read(start))
+    log.close(flush=False)
+
+
+def flushed_log(directory: Path) -> list[Path]:
+    """A log of 30 flushed records in 5 segments (and closed cleanly): its data files."""
+    filled(directory, 30).close()
+    return data_files(directory, "log")
+
+
+def test_a_last_segment_cut_at_a_batch_boundary_below_the_recovery_point_is_refused(tmp_path: Path) -> None:
+    last = flushed_log(tmp_path)[-1]
+    os.truncate(last, batches_in(last)[1][0])  # keeps the first batch: every batch left is valid
+    with pytest.raises(
+        CorruptLogError,
+        match=rf"{last}: byte \d+: the log ends at offset 27, below the "
+        r"recovery point 30: flushed records 27\.\.29 are missing",
+    ):
+        storage.open(tmp_path, SMALL)
+
+
+def test_an_emptied_last_segment_below_the_recovery_point_is_refused(tmp_path: Path) -> None:
+    last = flushed_log(tmp_path)[-1]
+    os.truncate(last, 0)
+    with pytest.raises(CorruptLogError, match=r"flushed records 24\.\.29 are missing"):
+        storage.open(tmp_path, SMALL)
+
+
+def test_deleted_last_segments_below_the_recovery_point_are_refused(tmp_path: Path) -> None:
+    files = flushed_log(tmp_path)
+    for path in files[-2:]:
+        path.unlink()
+    with pytest.raises(
+        CorruptLogError, match=rf"{files[-3]}: byte \d+: .*flushed records 18\.\.29 are missing"
+    ):
+        storage.open(tmp_path, SMALL)
+
+
+def test_a_deleted_first_segment_is_refused(tmp_path: Path) -> None:
+    files = flushed_log(tmp_path)
+    files[0].unlink()
+    with pytest.raises(CorruptLogError, match=rf"{files[1]}: byte 0: .*flushed records 0\.\.5 are missing"):
+        storage.open(tmp_path, SMALL)
+
+
+def test_an_unflushed_tail_cut_at_a_batch_boundary_is_still_recovered(tmp_path: Path) -> None:
+    log = filled(tmp_path, 12)
+    log.flush()
+    log.append(records(12, 6, epoch=2))
+    log.close(flush=False)
+    last = data_files(tmp_path, "log")[-1]
+    os.truncate(last, 0)  # the unflushed records of the last segment never reached the disk
+    reopened = storage.open(tmp_path, SMALL)
+    assert reopened.read(0) == records(0, reopened.log_end_offset)
+    assert reopened.log_end_offset >= 12
+    reopened.close()
