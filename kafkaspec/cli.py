@@ -2,7 +2,10 @@
 
 Exit codes (ARCHITECTURE.md): 0 success / no violation / every outcome as expected,
 1 a violation or an unexpected outcome, 2 a usage or input error (one line on stderr, no
-traceback).
+traceback), 3 unknown (`verify`: a budget ran out), 70 an internal error, a bug in kafkaspec
+(EX_SOFTWARE of sysexits.h: one line on stderr naming the exception and what was being
+processed; the traceback goes to a file in the system's temporary folder, or to stderr with
+`kafkaspec --debug`). A crash must never read as a verdict to a script.
 """
 
 from __future__ import annotations
@@ -12,8 +15,11 @@ import json
 import math
 import os
 import sys
+import tempfile
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +31,7 @@ from rich.table import Table
 from kafkaspec import render
 from spark_checks.checking import MODEL_NAMES, Budget
 from spark_checks.engine import ENGINES, HistoryReport, VerifyOptions, choose_engine, verify_history
-from spark_checks.history import HistoryError, Operation
+from spark_checks.history import HistoryError, Operation, Whereabouts
 from spark_checks.linearizability import DEFAULT_MAX_MEMORY_BYTES
 from spark_checks.readers import FORMATS, open_history
 from spark_checks.report import (
@@ -55,6 +61,19 @@ from spec.scenarios import (
 EXIT_OK = 0
 EXIT_VIOLATION = 1
 EXIT_USAGE = 2
+EXIT_INTERNAL = 70
+"""A bug in kafkaspec (sysexits.h EX_SOFTWARE): distinct from every verdict and from bad input."""
+
+
+@dataclass
+class RunState:
+    """What one run of the command line knows about itself, for reporting a bug: whether
+    `--debug` was given, and what a verification is processing (`Whereabouts`, updated by
+    the engine). Created by `main` and handed to click as the context object, not global."""
+
+    debug: bool = False
+    whereabouts: Whereabouts = field(default_factory=Whereabouts)
+    command: str = ""
 
 
 class UsageProblem(click.UsageError):
@@ -110,8 +129,17 @@ def _state_counter(say: Callable[[str], None]) -> Callable[[int, int], None]:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="kafkaspec")
-def cli() -> None:
+@click.option(
+    "--debug",
+    is_flag=True,
+    help="On an internal error (exit code 70, a bug), print its traceback instead of writing it to a file.",
+)
+@click.pass_context
+def cli(context: click.Context, debug: bool) -> None:
     """kafkaspec: Kafka's replication protocol as an executable, model-checked specification."""
+    state = context.ensure_object(RunState)
+    state.debug = debug
+    state.command = context.invoked_subcommand or ""
 
 
 def _known_scenarios(names: Sequence[str]) -> list[Scenario[Any]]:
@@ -440,6 +468,7 @@ def verify_command(
                     spark=spark,
                     keep_history=report_path is not None,
                     progress=update,
+                    whereabouts=click.get_current_context().ensure_object(RunState).whereabouts,
                 )
             except HistoryError as error:
                 raise UsageProblem(str(error)) from None
@@ -627,22 +656,91 @@ def _print_summary(console: Console, outcomes: list[ScenarioOutcome[Any]]) -> No
     )
 
 
+@cli.command("docs")
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(file_okay=True, dir_okay=True, path_type=Path),
+    help="Directory for the site: new, empty, or a previous `kafkaspec docs` build (replaced).",
+)
+def docs_command(out: Path) -> int:
+    """Build the documentation site from the spec (Sphinx; a page per state machine and per
+    scenario, the glossary and the architecture); print where its front page is.
+
+    Exit 0 when built, 1 when Sphinx warned (listed on stderr), 2 for a bad --out directory.
+    """
+    from kafkaspec.docs import DocsError, build_docs, check_output_dir
+
+    try:
+        check_output_dir(out)
+        result = build_docs(out)
+    except DocsError as error:
+        raise UsageProblem(str(error)) from None
+    for warning in result.warnings:
+        click.echo(f"kafkaspec docs: {warning}", err=True)
+    click.echo(f"docs: {len(result.pages)} pages in {result.seconds:.1f} s; open {result.index.resolve()}")
+    return EXIT_VIOLATION if result.warnings else EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """Run the CLI and exit; usage errors become one line on stderr and exit code 2."""
+    """Run the CLI and exit; usage errors become one line on stderr and exit code 2, any
+    other exception (a bug) one line on stderr and exit code 70 (`_report_bug`)."""
+    state = RunState()
     try:
         result: Any = cli.main(
-            args=list(argv) if argv is not None else None, prog_name="kafkaspec", standalone_mode=False
+            args=list(argv) if argv is not None else None,
+            prog_name="kafkaspec",
+            standalone_mode=False,
+            obj=state,
         )
         sys.exit(result if isinstance(result, int) else EXIT_OK)
     except click.exceptions.Abort:
         click.echo("kafkaspec: interrupted", err=True)
         sys.exit(130)
     except click.ClickException as error:
-        click.echo(f"kafkaspec: error: {error.format_message()}", err=True)
+        click.echo(f"kafkaspec: error: {_one_line(error.format_message())}", err=True)
         sys.exit(EXIT_USAGE)
     except KeyboardInterrupt:
         click.echo("kafkaspec: interrupted", err=True)
         sys.exit(130)
+    except Exception as error:  # everything else is a bug in kafkaspec: never a verdict's exit code
+        _report_bug(error, state, list(argv) if argv is not None else sys.argv[1:])
+        sys.exit(EXIT_INTERNAL)
+
+
+def _one_line(text: str, limit: int = 400) -> str:
+    """A message on one line (an exception's text may hold newlines), cut to `limit`."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def _report_bug(error: Exception, state: RunState, argv: list[str]) -> None:
+    """One stderr line: the exception, what was being processed, where the traceback is."""
+    doing = state.whereabouts.describe() or f"running `kafkaspec {state.command or ' '.join(argv)}`"
+    trace = "".join(traceback.format_exception(error))
+    if state.debug:
+        sys.stderr.write(trace)
+        where = "traceback above"
+    else:
+        where = _write_traceback(trace, argv)
+    click.echo(
+        "kafkaspec: internal error (a bug in kafkaspec, please report it): "
+        f"{_one_line(f'{type(error).__name__}: {error}')} while {_one_line(doing)}; {where}",
+        err=True,
+    )
+
+
+def _write_traceback(trace: str, argv: list[str]) -> str:
+    """Write the traceback to a new file in the system's temporary folder (never next to the
+    user's files); say where, or why not."""
+    try:
+        descriptor, name = tempfile.mkstemp(prefix="kafkaspec-crash-", suffix=".log")
+        with os.fdopen(descriptor, "w", encoding="utf-8", errors="backslashreplace") as handle:
+            handle.write(f"kafkaspec {' '.join(argv)}\n\n{trace}")
+    except OSError as problem:
+        return f"the traceback could not be written ({problem.strerror}); run with --debug to see it"
+    return f"traceback written to {name}"
 
 
 if __name__ == "__main__":

@@ -30,8 +30,11 @@ pieces (`range_rows(parts=...)`). Histories with transactions get that second jo
 cross-key cycles need every data call in one part (`CYCLES_PART`), and stage 1 only learns
 that the history has a transaction as it goes (`FLAG`).
 
-Anything that goes wrong becomes an `ERROR` row; the engine then reads the history locally
-to report the first bad line exactly as the local engine would.
+Bad input (a `HistoryError`, or a `ValueError` from a model that cannot hold a value) becomes
+an `ERROR` row; the engine then reads the history locally to report the first bad line exactly
+as the local engine would. Any other exception is a bug: the engine's task wrappers turn it
+into an `INTERNAL` row with its traceback (`internal_payload`), which the driver raises as a
+`SparkTaskError`, never as a verdict or as bad input.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ import json
 import math
 import os
 import pickle
+import traceback
 import zlib
 from collections import defaultdict
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
@@ -88,6 +92,7 @@ UNDECIDED: Final = 9  # payload = JSON [part, [multi-key info calls this part di
 PIECES: Final = 10  # part = a Kafka key's part, payload = JSON list of its pieces in a range
 SUBSCRIPTIONS: Final = 11  # payload = pickled list of a range's assign/subscribe calls, to every target
 COUNTS: Final = 12  # payload = b"operations calls" of a range (the driver sums them)
+INTERNAL: Final = 13  # payload = JSON [exception type, message, stage, traceback]: a bug in a task
 
 TRANSACTIONS: Final = "transactions"
 
@@ -570,7 +575,7 @@ def range_rows(
                 for part, piece in split_calls(plan, (call,)):
                     if parts is None or part in parts:
                         yield target_of(part, targets), PIECE, part, encode_call(piece)
-        except (HistoryError, ValueError, KeyError, TypeError) as error:
+        except (HistoryError, ValueError) as error:
             yield first, ERROR, "", _error_payload(error)
             return
     for offset in border.orphans:
@@ -643,7 +648,7 @@ def _kafka_range_rows(
         if subscriptions:
             payload = _pack(subscriptions)
             rows.extend((target, SUBSCRIPTIONS, "", payload) for target in targets)
-    except (HistoryError, ValueError, KeyError, TypeError) as error:
+    except (HistoryError, ValueError) as error:
         yield targets[0], ERROR, "", _error_payload(error)
         return True
     yield from rows
@@ -746,6 +751,13 @@ def _part_json(key: str) -> str:
         return json.dumps(key)
 
 
+def internal_payload(error: BaseException, stage: str) -> bytes:
+    """An INTERNAL row's payload: what a bug in a task was, where, and its traceback."""
+    return json.dumps(
+        [type(error).__name__, str(error), stage, "".join(traceback.format_exception(error))]
+    ).encode("utf-8")
+
+
 def _error_payload(error: Exception) -> bytes:
     if isinstance(error, HistoryError):
         return _dumps([error.position.line, error.message])
@@ -800,12 +812,12 @@ def check_rows(
         offset = min(int(payload) for payload in unclaimed)
         message = f"a completion without an open invocation (byte {offset})"
         out.append((ERROR, orjson.dumps([None, message])))
-    if any(kind == ERROR for kind, _ in out):
+    if any(kind in (ERROR, INTERNAL) for kind, _ in out):
         return out
     try:
         calls = _Parts(parts, blobs, multi_info)
         out.extend(_check_parts(plan, calls, list(subscriptions.values()), committed, on_part))
-    except (HistoryError, ValueError, KeyError, TypeError) as error:
+    except (HistoryError, ValueError) as error:
         out.append((ERROR, _error_payload(error)))
     return out
 
@@ -915,6 +927,7 @@ class Gathered:
     committed: set[int] = field(default_factory=set)
     flags: set[str] = field(default_factory=set)
     undecided: dict[str, set[int]] = field(default_factory=dict)
+    internal: list[tuple[str, str, str, str]] = field(default_factory=list)  # INTERNAL rows
     operations: int = 0  # in the history (lines)
     calls: int = 0  # in the history (paired operations, and invocations never completed)
 
@@ -951,6 +964,8 @@ def gather(rows: Iterable[OutRow]) -> Gathered:
             gathered.results.append(row_to_result(value))
         elif kind == ERROR:
             gathered.errors.append((value[0], value[1]))
+        elif kind == INTERNAL:
+            gathered.internal.append((value[0], value[1], value[2], value[3]))
         elif kind == COMMITTED:
             gathered.committed.update(value)
         elif kind == FLAG:

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from spark_checks import distributed, readers
 from spark_checks.checking import (
@@ -58,6 +58,7 @@ from spark_checks.history import (
     Operation,
     Position,
     Verdict,
+    Whereabouts,
     pair_calls,
 )
 
@@ -139,15 +140,20 @@ def verify_history(
     keep_history: bool = False,
     progress: ProgressCallback | None = None,
     general: bool = False,
+    whereabouts: Whereabouts | None = None,
 ) -> HistoryReport:
     """Verify one history file. Raises HistoryError for malformed input, ValueError for a
-    model that cannot be determined.
+    model that cannot be determined or a value the model cannot hold, `SparkTaskError` for an
+    unexpected error in a Spark task (a bug). `whereabouts`, when given, is kept up to date
+    with what is being read and checked, for a report of any other exception (a bug).
 
     The local engine checks a JSON Lines file with the distributed stages in this process
     (`verify_lines_here`), and any other input, or with `keep_history` or `general`, through
     the format's reader and call objects (`verify_local`): the general path, against which
     the stages are tested."""
     file = Path(path)
+    where = whereabouts if whereabouts is not None else Whereabouts()
+    where.start(str(path))
     if not file.is_file():
         raise HistoryError(Position(str(path)), "no such file")
     engine = choose_engine(file, options.engine)
@@ -158,12 +164,12 @@ def verify_history(
     stream: Iterator[Operation] = itertools.chain(sample, operations)
     kept: list[Operation] | None = None
     if engine == "local" and info.format == "jsonl" and not (keep_history or general):
-        checked = verify_lines_here(plan, file, info, progress)
+        checked = verify_lines_here(plan, file, info, progress, where)
     elif engine == "local":
         if keep_history:
             kept = []
             stream = _tee_into(stream, kept)
-        checked = verify_local(plan, stream, str(file), progress)
+        checked = verify_local(plan, stream, str(file), progress, where)
     else:
         checked = verify_spark(
             plan, file, info, stream, spark, options.master, progress, options.spark_range_bytes
@@ -205,20 +211,28 @@ def _tee_into(stream: Iterable[Operation], sink: list[Operation]) -> Iterator[Op
 
 
 def verify_local(
-    plan: Plan, operations: Iterable[Operation], source: str, progress: ProgressCallback | None = None
+    plan: Plan,
+    operations: Iterable[Operation],
+    source: str,
+    progress: ProgressCallback | None = None,
+    whereabouts: Whereabouts | None = None,
 ) -> Checked:
     """Pair, split and check in this process."""
     with distributed.no_cyclic_gc():
-        return _verify_local(plan, operations, source, progress)
+        return _verify_local(plan, operations, source, progress, whereabouts or Whereabouts())
 
 
 def _verify_local(
-    plan: Plan, operations: Iterable[Operation], source: str, progress: ProgressCallback | None
+    plan: Plan,
+    operations: Iterable[Operation],
+    source: str,
+    progress: ProgressCallback | None,
+    whereabouts: Whereabouts,
 ) -> Checked:
-    counted = _Counted(operations)
+    counted = _Counted(operations, whereabouts)
     calls = list(pair_calls(counted, source))
     try:
-        return _check_calls(plan, calls, counted.count, progress)
+        return _check_calls(plan, calls, counted.count, progress, whereabouts)
     except HistoryError as error:
         if error.position.file != UNNAMED:
             raise
@@ -227,7 +241,11 @@ def _verify_local(
 
 
 def _check_calls(
-    plan: Plan, calls: list[Call], operations: int, progress: ProgressCallback | None
+    plan: Plan,
+    calls: list[Call],
+    operations: int,
+    progress: ProgressCallback | None,
+    whereabouts: Whereabouts,
 ) -> Checked:
     if plan.model == "kafka":
         plan = plan.with_kafka_context(kafka_context(calls))
@@ -239,6 +257,7 @@ def _check_calls(
         parts[CYCLES_PART] = cycles
     results = []
     for number, (key_json, part) in enumerate(sorted(parts.items()), start=1):
+        whereabouts.part = f"{number}/{len(parts)} (key {_clip(key_json)})"
         if progress is not None:
             progress(f"part {number}/{len(parts)}")
         results.append(check_part(plan, key_json, part, parts_left=len(parts) - number + 1))
@@ -246,16 +265,23 @@ def _check_calls(
 
 
 class _Counted:
-    """An iterable of operations that counts them as they go by."""
+    """An iterable of operations that counts them as they go by (and says where it is)."""
 
-    def __init__(self, operations: Iterable[Operation]) -> None:
+    def __init__(self, operations: Iterable[Operation], whereabouts: Whereabouts) -> None:
         self.operations = operations
+        self.whereabouts = whereabouts
         self.count = 0
 
     def __iter__(self) -> Iterator[Operation]:
+        whereabouts = self.whereabouts
         for operation in self.operations:
             self.count += 1
+            whereabouts.operation_index = operation.index
             yield operation
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # ---------------------------------------------------------------------------------------
@@ -331,7 +357,11 @@ def _jobs(
 
 
 def verify_lines_here(
-    plan: Plan, file: Path, info: readers.SourceInfo, progress: ProgressCallback | None
+    plan: Plan,
+    file: Path,
+    info: readers.SourceInfo,
+    progress: ProgressCallback | None,
+    whereabouts: Whereabouts | None = None,
 ) -> Checked:
     """The local engine for a JSON Lines file: the Spark engine's two stages, run in this
     process over the whole file as one range and one target. Their reading, pairing and
@@ -352,6 +382,8 @@ def verify_lines_here(
         ]
 
         def on_part(number: int, count: int) -> None:
+            if whereabouts is not None:
+                whereabouts.part = f"{number}/{count}"
             if progress is not None:
                 progress(f"part {number}/{count}")
 
@@ -426,7 +458,10 @@ def _run(
 
     def stage1(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         with distributed.no_cyclic_gc():
-            yield from _stage1(batches)
+            try:
+                yield from _stage1(batches)
+            except Exception as error:  # a bug: its traceback goes to the driver (SparkTaskError)
+                yield _internal_batch(pa, error, "stage 1 (reading, pairing, splitting)", targets[0])
 
     def _stage1(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -460,7 +495,10 @@ def _run(
             ),
         )
         with distributed.no_cyclic_gc():
-            out = distributed.check_rows(plan, rows, committed)
+            try:
+                out = distributed.check_rows(plan, rows, committed)
+            except Exception as error:  # a bug: its traceback goes to the driver (SparkTaskError)
+                out = [(distributed.INTERNAL, distributed.internal_payload(error, "stage 2 (checking)"))]
         if out:
             kinds, payloads = zip(*out, strict=True)
             yield pa.RecordBatch.from_arrays(
@@ -479,6 +517,29 @@ def _run(
 
 ARROW_ROWS = 8192
 """Rows per Arrow batch out of stage 1."""
+
+
+def _internal_batch(pa: Any, error: Exception, stage: str, target: int) -> Any:
+    """A stage-1 batch of one INTERNAL row: the task's unexpected error, for the driver."""
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([target], pa.int64()),
+            pa.array([distributed.INTERNAL], pa.int32()),
+            pa.array([""], pa.string()),
+            pa.array([distributed.internal_payload(error, stage)], pa.binary()),
+        ],
+        names=["target", "kind", "part", "payload"],
+    )
+
+
+class SparkTaskError(RuntimeError):
+    """An unexpected error (a bug, not bad input) in a Spark task. The message names the
+    exception and the stage; the task's traceback is attached as a note, so it is printed
+    with the driver's own."""
+
+    def __init__(self, kind: str, message: str, stage: str, remote_traceback: str) -> None:
+        super().__init__(f"{kind}: {message} (in a Spark task, {stage})")
+        self.add_note(f"Traceback in the Spark task:\n{remote_traceback.rstrip()}")
 
 
 def _target_values(session: SparkSession, count: int) -> list[int]:
@@ -504,6 +565,9 @@ def _target_values(session: SparkSession, count: int) -> list[int]:
 def _raise_first_error(gathered: distributed.Gathered, file: Path, info: readers.SourceInfo) -> None:
     """Report a task's error as the local engine would: the first bad line, found by reading
     the history here (streaming: the reader and the pairing hold one open call per process)."""
+    if gathered.internal:
+        kind, message, stage, remote = gathered.internal[0]
+        raise SparkTaskError(kind, message, stage, remote)
     error = gathered.first_error()
     if error is None:
         return

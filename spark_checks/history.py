@@ -68,6 +68,33 @@ class Position:
         return self.file
 
 
+@dataclass
+class Whereabouts:
+    """What a verification is doing now: the file, the last operation read (its index), the
+    part being checked. Mutable on purpose, and one per command run (passed down, never
+    global): the engine updates it as it goes, and the command line reads it only when it
+    reports an internal error, to say what was being processed when the bug struck."""
+
+    file: str | None = None
+    operation_index: int | None = None
+    part: str | None = None
+
+    def start(self, file: str) -> None:
+        """A new history: nothing read, nothing checked yet."""
+        self.file, self.operation_index, self.part = file, None, None
+
+    def describe(self) -> str:
+        """`verifying FILE after operation index N` / `... checking part P`, or ''."""
+        if self.file is None:
+            return ""
+        text = f"verifying {self.file}"
+        if self.part is not None:
+            return f"{text}, checking part {self.part}"
+        if self.operation_index is not None:
+            return f"{text} after reading the operation with index {self.operation_index}"
+        return text
+
+
 UNNAMED: Final = "<history>"
 """The file of a position found where the file is not known (a checker sees calls, not
 lines); the engine names the history's file in its place."""
