@@ -95,6 +95,21 @@ def _no_problem(_config: Any) -> str | None:
 
 
 @dataclass(frozen=True)
+class Diagram(Generic[Config, State]):
+    """A machine's state diagram, computed from the transitions the model checker explores.
+
+    `project` maps a state onto one node (for the partition: one replica's role and fetch
+    phase); every transition the checker applies under `config` within `max_depth` steps
+    becomes an edge between the projections of its two states, labelled with the action's
+    name. The documentation draws it (`kafkaspec docs`), so it cannot drift from the spec."""
+
+    title: str  # what a node is, e.g. "replica 0: role and fetch phase"
+    project: Callable[[State], str]
+    config: Config  # a small configuration whose whole space is explored
+    max_depth: int = DEFAULT_MAX_DEPTH
+
+
+@dataclass(frozen=True)
 class Machine(Generic[Config, State, Action]):
     """A state machine of the spec as the checker and the command line see it."""
 
@@ -106,6 +121,8 @@ class Machine(Generic[Config, State, Action]):
     validate: Callable[[Config], str | None] = _no_problem  # why a configuration is inconsistent
     explain: Callable[[str, State], str] | None = None  # why a property fails in this state, in words
     state_json: Callable[[State], Any] | None = None  # None: the generic conversion of `plain`
+    modules: tuple[str, ...] = ()  # spec modules it is built from, for its documentation pages
+    diagram: Diagram[Config, State] | None = None  # its state diagram, for the documentation
 
     def apply_overrides(self, config: Config, overrides: Mapping[str, str]) -> Config:
         """`config` with the `--set` overrides this machine knows applied; raises ConfigError
@@ -261,6 +278,7 @@ def changed_lines(before: Sequence[str] | None, after: Sequence[str]) -> list[st
 __all__ = [
     "DEFAULT_MAX_DEPTH",
     "ConfigError",
+    "Diagram",
     "Machine",
     "Scenario",
     "ScenarioOutcome",

@@ -14,8 +14,8 @@ from functools import partial
 
 from spec import partition
 from spec.checker import Model
-from spec.machines import Machine, Scenario, Setting, parse_bool, parse_count
-from spec.partition import Action, PartitionConfig, PartitionState
+from spec.machines import Diagram, Machine, Scenario, Setting, parse_bool, parse_count
+from spec.partition import Action, PartitionConfig, PartitionState, Role
 from spec.partition_view import describe_state, explain, state_json
 from spec.types import Acks, TruncationRule
 
@@ -76,6 +76,23 @@ def validate(config: PartitionConfig) -> str | None:
     return None
 
 
+def replica_role_and_phase(state: PartitionState) -> str:
+    """Replica 0's role and fetch phase: the nodes of the partition's state diagram (every
+    replica runs the same machine; replica 0 is the one that leads first)."""
+    replica = state.replicas[0]
+    if not replica.alive:
+        return "down"
+    if replica.role is Role.UNKNOWN:
+        return "restarted, awaiting LeaderAndIsr"
+    if replica.role is Role.LEADER:
+        if partition.true_leader(state) == 0:
+            return "leader"
+        return "leader on a stale epoch"  # the controller moved on; LeaderAndIsr not yet applied
+    if replica.fetch_in_flight is not None:
+        return "follower, fetch response in flight"
+    return f"follower, {replica.phase.value}"
+
+
 PARTITION: Machine[PartitionConfig, PartitionState, Action] = Machine(
     name="partition",
     title="one partition replicated on R brokers: log, high watermark, ISR, leader-epoch truncation",
@@ -85,6 +102,15 @@ PARTITION: Machine[PartitionConfig, PartitionState, Action] = Machine(
     validate=validate,
     state_json=state_json,
     explain=explain,
+    modules=("spec.partition", "spec.log", "spec.isr", "spec.truncation", "spec.types"),
+    diagram=Diagram(
+        title="replica 0: role and fetch phase",
+        project=replica_role_and_phase,
+        # One record and one controller-initiated move already take every role and phase
+        # (7,929 states); the scenarios' larger bounds add no edge.
+        config=PartitionConfig(max_records=1, max_leader_moves=1),
+        max_depth=40,
+    ),
 )
 
 _DIVERGENCE = ("replicas_agree_on_epoch_offsets", "followers_are_prefix_of_leader")
