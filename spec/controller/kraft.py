@@ -1149,16 +1149,18 @@ def maximal_isr_covers_controller_isr(state: KRaftState) -> bool:
     return partition.isr <= leader.maximal_isr
 
 
-def _loss_is_excused(config: KRaftConfig, history: History) -> bool:
+def _loss_is_excused(config: KRaftConfig, history: History, elr_promise: bool = False) -> bool:
     """When Kafka does not promise that committed records survive: after an unclean or
-    last-known-leader election, or after a crash that lost unflushed records unless ELR is on
-    and fewer such crashes happened than min.insync.replicas (KIP-966: min ISR - 1 of them
-    are tolerated)."""
+    last-known-leader election, or after a crash that lost unflushed records, unless ELR is
+    on and fewer such crashes happened than min.insync.replicas (KIP-966 tolerates
+    min ISR - 1 of them). `elr_promise` holds every configuration to KIP-966's promise."""
     if history.unclean_elections or history.last_known_leader_elections:
         return True
     if not history.lossy_crashes:
         return False
-    return config.elr is ElrRule.DISABLED or history.lossy_crashes >= config.min_insync_replicas
+    if config.elr is ElrRule.DISABLED and not elr_promise:
+        return True
+    return history.lossy_crashes >= config.min_insync_replicas
 
 
 @memoized
@@ -1171,6 +1173,20 @@ def committed_records_survive(config: KRaftConfig, state: KRaftState) -> bool:
     committed, wherever Kafka promises it (see `_loss_is_excused`)."""
     history = state.history
     if not history.committed or _loss_is_excused(config, history):
+        return True
+    leader = state.controller.partition.leader
+    if leader == NO_LEADER or not _is_true_leader(state, leader):
+        return True
+    return _holds(state.brokers[leader].log, history.committed)
+
+
+def committed_records_survive_lossy_shutdowns(config: KRaftConfig, state: KRaftState) -> bool:
+    """KIP-966's promise, asked of any configuration: committed records survive up to
+    min.insync.replicas - 1 unclean shutdowns that lost unflushed records. Holds with ELR;
+    fails without it when the last ISR member loses its log and is elected again ("last
+    replica standing")."""
+    history = state.history
+    if not history.committed or _loss_is_excused(config, history, elr_promise=True):
         return True
     leader = state.controller.partition.leader
     if leader == NO_LEADER or not _is_true_leader(state, leader):
@@ -1217,6 +1233,7 @@ INVARIANTS: dict[str, Invariant] = {
     "partition_state_valid": partition_state_valid,
     "maximal_isr_covers_controller_isr": _plain(maximal_isr_covers_controller_isr),
     "committed_records_survive": committed_records_survive,
+    "committed_records_survive_lossy_shutdowns": committed_records_survive_lossy_shutdowns,
     "electable_replicas_hold_committed_records": electable_replicas_hold_committed_records,
     "clean_elections_only": clean_elections_only,
 }
