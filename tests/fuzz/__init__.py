@@ -1,0 +1,1 @@
+"""Fuzzing `kafkaspec verify` with malformed histories (strategies, harness, tests)."""
