@@ -150,6 +150,11 @@ class Assignment:
     partitions: tuple[TopicPartition, ...] = ()
 
 
+EMPTY_ASSIGNMENT = Assignment()
+"""No partitions (`ConsumerProtocol`'s empty assignment; what the coordinator fills in for a
+member the leader left out)."""
+
+
 @dataclass(frozen=True, slots=True)
 class JoinGroupRequestProtocol:
     """One entry of `JoinGroupRequest.Protocols`: an assignor name (`range`, `roundrobin`,
@@ -229,7 +234,7 @@ class SyncGroupResponse:
     error: Errors
     protocol_type: str | None = None
     protocol_name: str | None = None
-    assignment: Assignment = Assignment()
+    assignment: Assignment = EMPTY_ASSIGNMENT
 
 
 # --- Heartbeat and LeaveGroup -----------------------------------------------------------------
