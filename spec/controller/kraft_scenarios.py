@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from functools import partial
 
+from spec._frozen import replace
 from spec.checker import Model
 from spec.controller import kraft
 from spec.controller.kraft import Action, KRaftConfig, KRaftState, LeaderIsrRule
@@ -184,8 +185,8 @@ def explain(property_name: str, state: KRaftState) -> str:
     """One sentence saying why `property_name` fails in `state`."""
     partition = state.controller.partition
     if property_name == "leader_not_fenced":
-        leader, epoch = partition.leader, partition.leader_epoch
-        return f"broker {leader} leads epoch {epoch} but its registration is fenced or shutting down"
+        broker, epoch = partition.leader, partition.leader_epoch
+        return f"broker {broker} leads epoch {epoch} but its registration is fenced or shutting down"
     if property_name == "maximal_isr_covers_controller_isr":
         leader = state.brokers[partition.leader].leader
         maximal = _format_set(leader.maximal_isr) if leader is not None else "{}"
@@ -258,7 +259,7 @@ _ALL: tuple[str, ...] = tuple(kraft.INVARIANTS)
 _NO_DATA = KRaftConfig(max_records=0, max_crashes=2, max_lost_sessions=1, max_alter_partitions=0)
 _LAST_REPLICA = KRaftConfig(max_crashes=1, max_lossy_crashes=1, max_lost_sessions=1, max_alter_partitions=0)
 _ISR_CHANGES = KRaftConfig(min_insync_replicas=1, max_crashes=1, max_alter_partitions=2)
-_BOUNCE = KRaftConfig(min_insync_replicas=1, max_crashes=2, max_lossy_crashes=1, max_alter_partitions=1)
+_BOUNCE = KRaftConfig(max_crashes=1, max_lossy_crashes=1, max_alter_partitions=1)
 
 
 def _scenario(
@@ -357,6 +358,63 @@ SCENARIOS: tuple[Scenario[KRaftConfig], ...] = (
         expect_violation=False,
         witnesses=("record_committed",),
         reference="KIP-497, KIP-841",
+        max_depth=12,
+    ),
+    _scenario(
+        "kraft-broker-bounce",
+        "a follower crashes, loses its unflushed log and restarts faster than its session times out: "
+        "its registration is refused until the controller fences the old session, it comes back with "
+        "a new broker epoch, and the leader's AlterPartition naming its old epoch is refused "
+        "(INELIGIBLE_REPLICA); nothing committed is lost",
+        _BOUNCE,
+        _ALL,
+        expect_violation=False,
+        witnesses=(
+            "record_committed",
+            "duplicate_registration_refused",
+            "broker_reregistered",
+            "ineligible_replica_refused",
+        ),
+        reference="KIP-903, KIP-841, KAFKA-19047",
+        max_depth=12,
+    ),
+    _scenario(
+        "kraft-bounce-without-broker-epochs",
+        "same bounce before KIP-903: the leader re-adds the restarted follower on the strength of a "
+        "fetch made before its crash, and a replica without the committed record joins the ISR",
+        replace(_BOUNCE, alter_partition=AlterPartitionRule.NO_BROKER_EPOCHS),
+        ("electable_replicas_hold_committed_records",),
+        expect_violation=True,
+        reference="KIP-903, KAFKA-14139",
+    ),
+    _scenario(
+        "kraft-controlled-shutdown",
+        "the leader is asked to stop: it enters CONTROLLED_SHUTDOWN, leaves the ISR and its leadership "
+        "moves to the other replica before it is allowed to stop (SHUTDOWN_NOW); it restarts cleanly",
+        KRaftConfig(min_insync_replicas=1, max_crashes=0, max_shutdowns=1, max_alter_partitions=1),
+        _ALL,
+        expect_violation=False,
+        witnesses=("record_committed", "leadership_moved_before_shutdown", "broker_reregistered"),
+        reference="KIP-631 (BrokerHeartbeatManager), KIP-841",
+        max_depth=14,
+    ),
+    _scenario(
+        "kraft-reassignment",
+        "replicas [0,1] reassigned to [1,2]: broker 2 is added, catches up, joins the ISR through "
+        "AlterPartition, which completes the reassignment, removes the leader 0 and elects 1 "
+        "(NEW_LEADER_ELECTED); nothing committed is lost",
+        KRaftConfig(
+            brokers=3,
+            replicas=(0, 1),
+            reassignment_target=(1, 2),
+            min_insync_replicas=1,
+            max_crashes=0,
+            max_alter_partitions=2,
+        ),
+        _ALL,
+        expect_violation=False,
+        witnesses=("record_committed", "reassignment_completed", "new_leader_elected_answered"),
+        reference="KIP-455, PartitionReassignmentReplicas",
         max_depth=12,
     ),
 )
