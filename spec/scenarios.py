@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from spec import partition_scenarios
+from spec.controller import kraft_scenarios
+from spec.group import classic_scenarios, consumer_scenarios
 from spec.machines import (
     DEFAULT_MAX_DEPTH,
     ConfigError,
@@ -21,7 +23,12 @@ from spec.machines import (
     run_scenario,
 )
 
-SCENARIOS: tuple[Scenario[Any], ...] = (*partition_scenarios.SCENARIOS,)
+SCENARIOS: tuple[Scenario[Any], ...] = (
+    *partition_scenarios.SCENARIOS,
+    *classic_scenarios.SCENARIOS,
+    *consumer_scenarios.SCENARIOS,
+    *kraft_scenarios.SCENARIOS,
+)
 """Every scenario, machine by machine, in the order `check --all` runs them."""
 
 SCENARIOS_BY_NAME: Mapping[str, Scenario[Any]] = {scenario.name: scenario for scenario in SCENARIOS}
