@@ -138,7 +138,7 @@ def detect_model(sample: Sequence[Operation]) -> str:
     if "txn" in functions:
         values = [operation.value for operation in sample if operation.f == "txn" and operation.value]
         if any(
-            isinstance(micro, list) and micro and micro[0] in {"send", "poll"}
+            isinstance(micro, list) and micro and micro[0] in ("send", "poll")  # a tuple: no hashing
             for value in values
             if isinstance(value, list)  # anything else is malformed: the model's checks say so
             for micro in value
