@@ -37,6 +37,9 @@ Heartbeat epoch rules (`throwIfConsumerGroupHeartbeatRequestIsInvalid`,
       loses its partitions without committing and rejoins with epoch 0 ...
     * ... except the member's *previous* epoch when the owned partitions are a subset of its
       assignment: the response carrying the bumped epoch may have been lost;
+    * rule `revocation_epoch`: a member that has revoked and must revoke again stays in
+      UNREVOKED_PARTITIONS at epoch + 1 (`bump`, Kafka up to 4.1) or at its epoch (`keep`,
+      Kafka 4.2+, KAFKA-19974);
     * rule `rejoin`: before KAFKA-19233 (fixed January 2026, apache/kafka #21305) the epoch-0
       rejoin of a member the coordinator still has went through the same check and was refused
       (`old`); now epoch 0 is always accepted (`fixed`).
@@ -72,7 +75,8 @@ Messages
     the coordinator acted, the client never learns of it) or may be handled later
     (`ClientSendHeartbeat` then `CoordinatorHandleHeartbeat`, while the client goes on revoking
     and committing). A client has one heartbeat in flight at a time, as Kafka's
-    `HeartbeatRequestManager`. Offset commits are one step.
+    `HeartbeatRequestManager`. Offset commits are handled at once (`ClientCommitOffset`) or later
+    (`ClientSendCommit` then `CoordinatorHandleCommit`: a retry after a disconnect).
 
 What is abstracted
     One topic, one group, no subscription changes other than joining and leaving, no regex
@@ -132,6 +136,16 @@ class RejoinRule(enum.Enum):
     __hash__ = object.__hash__
 
 
+class RevocationEpochRule(enum.Enum):
+    """The epoch a member that has revoked recomputes at when it must revoke again: one more
+    (`bump`, Kafka up to 4.1) or the same (`keep`, Kafka 4.2+, KAFKA-19974)."""
+
+    BUMP = "bump"
+    KEEP = "keep"
+
+    __hash__ = object.__hash__
+
+
 class CommitEpochRule(enum.Enum):
     """How an OffsetCommit's member epoch is validated: equal to the member's (`exact`) or
     assignment epoch <= commit epoch <= member epoch (`range`, KIP-1251)."""
@@ -158,6 +172,7 @@ class ConsumerGroupConfig:
     assignor: ServerAssignor = ServerAssignor.UNIFORM
     rejoin: RejoinRule = RejoinRule.FIXED
     commit_rule: CommitEpochRule = CommitEpochRule.EXACT
+    revocation_epoch: RevocationEpochRule = RevocationEpochRule.BUMP
     commits: bool = False  # explore OffsetCommit from the consumers
     leaves: bool = False  # explore a consumer leaving with epoch -1 (once each)
     static_leaves: bool = False  # explore a static consumer leaving with epoch -2
@@ -166,6 +181,7 @@ class ConsumerGroupConfig:
     max_late_heartbeats: int = 0  # bound: heartbeats handled later than sent
     max_session_timeouts: int = 0  # bound: session expiries
     max_rebalance_timeouts: int = 0  # bound: rebalance (revocation) timeouts that fence
+    max_late_commits: int = 0  # bound: offset commits handled later than sent
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
     def is_static(self, client: int) -> bool:
@@ -198,6 +214,20 @@ class HeartbeatResponse:
     error: Errors
     member_epoch: int = NO_EPOCH
     assignment: frozenset[int] | None = None
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class OffsetCommit:
+    """`OffsetCommitRequest` (v9+) for one partition: the member epoch the consumer knew when it
+    sent it. `tenure` and `membership` are ghost: how many times the coordinator had given the
+    partition to another member, and which membership of the consumer made the commit (a commit
+    landing in a later tenure, or after its member was fenced, is a zombie's)."""
+
+    member_epoch: int
+    partition: int
+    tenure: int
+    membership: int  # ghost: which of the consumer's memberships (joins) sent it
 
 
 # ---------------------------------------------------------------------------------------
@@ -248,6 +278,7 @@ class Client:
     assignment: frozenset[int] = frozenset()  # the assignment it last heard
     owned: frozenset[int] = frozenset()  # what it processes; owned - assignment is still to revoke
     in_flight: HeartbeatRequest | None = None  # a heartbeat sent and not yet handled
+    commit_in_flight: OffsetCommit | None = None  # an offset commit sent and not yet handled
     was_fenced: bool = False  # ghost: it has been told FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -283,11 +314,16 @@ class History:
 
     lost_responses: int = 0
     late_heartbeats: int = 0
+    late_commits: int = 0
     session_timeouts: int = 0
     rebalance_timeouts: int = 0
     static_restarts: int = 0
     events: frozenset[Event] = frozenset()
     previous_owner: tuple[int | None, ...] = ()  # the last consumer that owned each partition
+    holder: tuple[int | None, ...] = ()  # per partition: the last member the coordinator gave it to
+    tenure: tuple[int, ...] = ()  # per partition: how many times the coordinator gave it to another member
+    member_epochs: tuple[int | None, ...] = ()  # per consumer: its member's epoch when last seen
+    memberships: tuple[int, ...] = ()  # per consumer: how many members the coordinator created for it
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
 
@@ -312,7 +348,13 @@ def initial_state(config: ConsumerGroupConfig) -> GroupState:
         target=(None,) * config.members,
         owners=(None,) * config.partitions,
     )
-    history = History(previous_owner=(None,) * config.partitions)
+    history = History(
+        previous_owner=(None,) * config.partitions,
+        holder=(None,) * config.partitions,
+        tenure=(0,) * config.partitions,
+        member_epochs=(None,) * config.members,
+        memberships=(0,) * config.members,
+    )
     return GroupState(coordinator, (Client(),) * config.members, history)
 
 
@@ -375,6 +417,23 @@ class ClientCommitOffset:
 
 @fast_init
 @dataclass(frozen=True, slots=True)
+class ClientSendCommit:
+    """`client` sends an OffsetCommit for `partition` that the coordinator handles later."""
+
+    client: int
+    partition: int
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class CoordinatorHandleCommit:
+    """The coordinator handles `client`'s OffsetCommit in flight."""
+
+    client: int
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
 class ClientLeaveGroup:
     """`client` unsubscribes: it gives up its partitions and heartbeats with epoch -1."""
 
@@ -421,6 +480,8 @@ Action = (
     | CoordinatorHandleHeartbeat
     | ClientRevokePartitions
     | ClientCommitOffset
+    | ClientSendCommit
+    | CoordinatorHandleCommit
     | ClientLeaveGroup
     | ClientStaticLeave
     | ClientStaticRestart
@@ -532,6 +593,7 @@ def fence_member(coordinator: Coordinator, client: int) -> Coordinator:
     return replace(removed, group_epoch=coordinator.group_epoch + 1)
 
 
+@memoized  # pure, and many interleavings send the same request to the same coordinator state
 def handle_heartbeat(
     config: ConsumerGroupConfig, coordinator: Coordinator, client: int, request: HeartbeatRequest
 ) -> tuple[Coordinator, HeartbeatResponse]:
@@ -597,7 +659,8 @@ def handle_heartbeat(
         owner = owners[partition]
         return NO_EPOCH if owner is None else owner[1]
 
-    reconciled = reconcile(member, updated.assignment_epoch, target, partition_epoch, request.owned)
+    bump = config.revocation_epoch is RevocationEpochRule.BUMP
+    reconciled = reconcile(member, updated.assignment_epoch, target, partition_epoch, request.owned, bump)
     if reconciled is not member:
         updated = _with_member(updated, client, reconciled)
     return updated, HeartbeatResponse(Errors.NONE, reconciled.epoch, reconciled.assigned)
@@ -658,17 +721,28 @@ def _with_client(state: GroupState, index: int, client: Client) -> GroupState:
 
 def _record(state: GroupState, *events: Event) -> GroupState:
     """Add facts to the history, and the facts every state change may create."""
-    history = state.history
-    found = set(events)
-    coordinator = state.coordinator
+    history = _observe(state.coordinator, state.clients, state.history)
+    if events and not history.events.issuperset(events):
+        history = replace(history, events=history.events.union(events))
+    if history is state.history:
+        return state
+    return GroupState(state.coordinator, state.clients, history)
+
+
+@memoized
+def _observe(coordinator: Coordinator, clients: tuple[Client, ...], history: History) -> History:
+    """The history after a state change: partitions that moved between consumers, fenced
+    consumers still holding partitions given away, the group stable, and each partition's
+    coordinator-side tenure. `history` itself when nothing is new (memoized: many interleavings
+    reach the same state)."""
+    found: set[Event] = set()
     previous_owner = list(history.previous_owner)
-    for index, client in enumerate(state.clients):
+    for index, client in enumerate(clients):
         for p in client.owned:
             if previous_owner[p] is not None and previous_owner[p] != index:
                 found.add(Event.PARTITION_MOVED)
             previous_owner[p] = index
-        member = coordinator.members[index]
-        if member is None and client.status is ClientStatus.MEMBER:
+        if coordinator.members[index] is None and client.status is ClientStatus.MEMBER:
             for p in client.owned:
                 owner = coordinator.owners[p]
                 if owner is not None and owner[0] != index:
@@ -682,11 +756,40 @@ def _record(state: GroupState, *events: Event) -> GroupState:
         found.add(Event.GROUP_STABLE)
         if any(not m.assigned for m in present):
             found.add(Event.IDLE_MEMBER)
+    holder = list(history.holder)
+    tenure = list(history.tenure)
+    for p, owner in enumerate(coordinator.owners):
+        if owner is not None and owner[0] != holder[p]:
+            holder[p] = owner[0]
+            tenure[p] += 1
+    member_epochs = tuple(None if member is None else member.epoch for member in coordinator.members)
+    memberships = tuple(
+        # a new member: none before, or a static member's new instance replacing the one that left
+        count + 1
+        if now is not None and now >= 0 and (was is None or was == LEAVE_GROUP_STATIC_MEMBER_EPOCH)
+        else count
+        for count, was, now in zip(history.memberships, history.member_epochs, member_epochs, strict=True)
+    )
     events_now = history.events | found
     owners_now = tuple(previous_owner)
-    if events_now == history.events and owners_now == history.previous_owner:
-        return state
-    return replace(state, history=replace(history, events=events_now, previous_owner=owners_now))
+    holder_now, tenure_now = tuple(holder), tuple(tenure)
+    if (
+        events_now == history.events
+        and owners_now == history.previous_owner
+        and tenure_now == history.tenure
+        and holder_now == history.holder
+        and member_epochs == history.member_epochs
+    ):
+        return history
+    return replace(
+        history,
+        events=events_now,
+        previous_owner=owners_now,
+        holder=holder_now,
+        tenure=tenure_now,
+        member_epochs=member_epochs,
+        memberships=memberships,
+    )
 
 
 def _after_response(state: GroupState, index: int, before: Client, after: Client) -> GroupState:
@@ -790,31 +893,84 @@ def client_revoke_partitions(
     return _record(_with_client(state, action.client, client))
 
 
-def client_commit_offset(
-    config: ConsumerGroupConfig, state: GroupState, action: ClientCommitOffset
-) -> GroupState | None:
-    """An OffsetCommit for a partition the consumer owns, with the epoch it knows. The history
-    records whether a commit landed for a partition the committer does not hold on the
-    coordinator (a zombie commit), or was refused although it does (a false fencing)."""
-    client = state.clients[action.client]
-    if not config.commits or client.status is not ClientStatus.MEMBER or action.partition not in client.owned:
-        return None
+def _handle_commit(
+    config: ConsumerGroupConfig, state: GroupState, index: int, commit: OffsetCommit
+) -> GroupState:
+    """The coordinator validates an OffsetCommit from consumer `index`. The history records
+    whether it landed from a zombie (the member that made it was fenced or left since, or another
+    member has been given the partition since, so the commit may overwrite that member's
+    offsets), or was refused although the same member still holds the partition and nobody else
+    has since (a false fencing). A late commit for a partition released but given to nobody since is
+    neither: it carries progress made while the member held it."""
     coordinator = state.coordinator
-    member = coordinator.members[action.client]
-    error = commit_error(member, action.partition, client.epoch, config.commit_rule)
-    holds = (
-        member is not None
-        and coordinator.owners[action.partition] == (action.client, member.epoch)
-        and client.epoch <= member.epoch
-    )
+    member = coordinator.members[index]
+    error = commit_error(member, commit.partition, commit.member_epoch, config.commit_rule)
+    owner = coordinator.owners[commit.partition]
+    undisturbed = state.history.tenure[commit.partition] == commit.tenure
+    same_member = member is not None and state.history.memberships[index] == commit.membership
+    holds = same_member and owner is not None and owner[0] == index and undisturbed
     if error is Errors.NONE:
         events = [Event.COMMIT_ACCEPTED]
-        if not holds:
+        if not same_member or not undisturbed:
             events.append(Event.ZOMBIE_COMMIT_LANDED)
-        if member is not None and client.epoch < member.epoch:
+        if member is not None and commit.member_epoch < member.epoch:
             events.append(Event.STALE_COMMIT_ACCEPTED)
         return _record(state, *events)
     return _record(state, Event.LEGITIMATE_COMMIT_REFUSED if holds else Event.ZOMBIE_COMMIT_REFUSED)
+
+
+def _may_commit(config: ConsumerGroupConfig, client: Client, partition: int) -> bool:
+    return config.commits and client.status is ClientStatus.MEMBER and partition in client.owned
+
+
+def client_commit_offset(
+    config: ConsumerGroupConfig, state: GroupState, action: ClientCommitOffset
+) -> GroupState | None:
+    """An OffsetCommit for a partition the consumer owns, with the epoch it knows, handled at once."""
+    client = state.clients[action.client]
+    if not _may_commit(config, client, action.partition):
+        return None
+    commit = OffsetCommit(
+        client.epoch,
+        action.partition,
+        state.history.tenure[action.partition],
+        state.history.memberships[action.client],
+    )
+    return _handle_commit(config, state, action.client, commit)
+
+
+def client_send_commit(
+    config: ConsumerGroupConfig, state: GroupState, action: ClientSendCommit
+) -> GroupState | None:
+    """An OffsetCommit that the coordinator will handle later (a retry after a disconnect, a slow
+    network), bounded by `max_late_commits`; one at a time per consumer."""
+    client = state.clients[action.client]
+    if not _may_commit(config, client, action.partition) or client.commit_in_flight is not None:
+        return None
+    if state.history.late_commits >= config.max_late_commits:
+        return None
+    commit = OffsetCommit(
+        client.epoch,
+        action.partition,
+        state.history.tenure[action.partition],
+        state.history.memberships[action.client],
+    )
+    history = replace(state.history, late_commits=state.history.late_commits + 1)
+    return replace(
+        _with_client(state, action.client, replace(client, commit_in_flight=commit)), history=history
+    )
+
+
+def coordinator_handle_commit(
+    config: ConsumerGroupConfig, state: GroupState, action: CoordinatorHandleCommit
+) -> GroupState | None:
+    """The coordinator handles the consumer's commit in flight, against the group as it is now."""
+    client = state.clients[action.client]
+    commit = client.commit_in_flight
+    if commit is None:
+        return None
+    state = _with_client(state, action.client, replace(client, commit_in_flight=None))
+    return _handle_commit(config, state, action.client, commit)
 
 
 def client_leave_group(
@@ -824,7 +980,12 @@ def client_leave_group(
     client = state.clients[action.client]
     if not config.leaves or client.status is not ClientStatus.MEMBER or client.in_flight is not None:
         return None
-    left = Client(ClientStatus.UNSUBSCRIBED, LEAVE_GROUP_MEMBER_EPOCH, was_fenced=client.was_fenced)
+    left = Client(
+        ClientStatus.UNSUBSCRIBED,
+        LEAVE_GROUP_MEMBER_EPOCH,
+        commit_in_flight=client.commit_in_flight,
+        was_fenced=client.was_fenced,
+    )
     coordinator, response = handle_heartbeat(
         config, state.coordinator, action.client, HeartbeatRequest(LEAVE_GROUP_MEMBER_EPOCH, frozenset())
     )
@@ -846,7 +1007,12 @@ def client_static_leave(
         or client.in_flight is not None
     ):
         return None
-    stopped = Client(ClientStatus.STOPPED, LEAVE_GROUP_STATIC_MEMBER_EPOCH, was_fenced=client.was_fenced)
+    stopped = Client(
+        ClientStatus.STOPPED,
+        LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+        commit_in_flight=client.commit_in_flight,
+        was_fenced=client.was_fenced,
+    )
     coordinator, response = handle_heartbeat(
         config,
         state.coordinator,
@@ -872,7 +1038,7 @@ def client_static_restart(
     ):
         return None
     history = replace(state.history, static_restarts=state.history.static_restarts + 1)
-    restarted = Client(was_fenced=client.was_fenced)
+    restarted = Client(commit_in_flight=client.commit_in_flight, was_fenced=client.was_fenced)
     return replace(_with_client(state, action.client, restarted), history=history)
 
 
@@ -915,41 +1081,90 @@ def coordinator_rebalance_timeout(
 # ---------------------------------------------------------------------------------------
 
 
+@fast_init
+@dataclass(frozen=True, slots=True)
+class _ClientActions:
+    """Every action object of one consumer (built once per configuration)."""
+
+    heartbeat: tuple[Action, ...]  # ClientHeartbeat, and the lost / late variants when enabled
+    handle: CoordinatorHandleHeartbeat
+    revoke: ClientRevokePartitions
+    commit: tuple[tuple[Action, ...], ...]  # per partition: commit at once, and late when enabled
+    handle_commit: CoordinatorHandleCommit
+    leave: tuple[Action, ...]  # ClientLeaveGroup / ClientStaticLeave when enabled
+    restart: tuple[Action, ...]
+    timeouts: tuple[Action, ...]  # session and rebalance timeouts when enabled
+
+
 @memoized
-def _actions_of(config: ConsumerGroupConfig) -> tuple[tuple[Action, ...], ...]:
+def _actions_of(config: ConsumerGroupConfig) -> tuple[_ClientActions, ...]:
     """Every action object of each consumer (built once per configuration)."""
-    table: list[tuple[Action, ...]] = []
+    table: list[_ClientActions] = []
     for c in range(config.members):
-        actions: list[Action] = [
-            ClientHeartbeat(c),
-            CoordinatorHandleHeartbeat(c),
-            ClientRevokePartitions(c),
-        ]
+        heartbeat: list[Action] = [ClientHeartbeat(c)]
         if config.max_lost_responses:
-            actions.append(ClientHeartbeatResponseLost(c))
+            heartbeat.append(ClientHeartbeatResponseLost(c))
         if config.max_late_heartbeats:
-            actions.append(ClientSendHeartbeat(c))
-        if config.commits:
-            actions.extend(ClientCommitOffset(c, p) for p in range(config.partitions))
+            heartbeat.append(ClientSendHeartbeat(c))
+        commit: list[tuple[Action, ...]] = []
+        for p in range(config.partitions):
+            per_partition: list[Action] = []
+            if config.commits:
+                per_partition.append(ClientCommitOffset(c, p))
+                if config.max_late_commits:
+                    per_partition.append(ClientSendCommit(c, p))
+            commit.append(tuple(per_partition))
+        leave: list[Action] = []
         if config.leaves:
-            actions.append(ClientLeaveGroup(c))
+            leave.append(ClientLeaveGroup(c))
         if config.is_static(c) and config.static_leaves:
-            actions.append(ClientStaticLeave(c))
+            leave.append(ClientStaticLeave(c))
+        restart: list[Action] = []
         if config.is_static(c) and config.max_static_restarts:
-            actions.append(ClientStaticRestart(c))
+            restart.append(ClientStaticRestart(c))
+        timeouts: list[Action] = []
         if config.max_session_timeouts:
-            actions.append(CoordinatorSessionTimeout(c))
+            timeouts.append(CoordinatorSessionTimeout(c))
         if config.max_rebalance_timeouts:
-            actions.append(CoordinatorRebalanceTimeout(c))
-        table.append(tuple(actions))
+            timeouts.append(CoordinatorRebalanceTimeout(c))
+        table.append(
+            _ClientActions(
+                tuple(heartbeat),
+                CoordinatorHandleHeartbeat(c),
+                ClientRevokePartitions(c),
+                tuple(commit),
+                CoordinatorHandleCommit(c),
+                tuple(leave),
+                tuple(restart),
+                tuple(timeouts),
+            )
+        )
     return tuple(table)
 
 
 def candidate_actions(config: ConsumerGroupConfig, state: GroupState) -> Iterator[Action]:
-    """The actions worth trying in `state` (a superset of the enabled ones; `step` applies the
-    guards)."""
-    for actions in _actions_of(config):
-        yield from actions
+    """The actions worth trying in `state`: a cheap superset of the enabled ones (it skips the
+    actions of consumers plainly in the wrong status); `step` applies the full guards."""
+    members = state.coordinator.members
+    for index, (client, actions) in enumerate(zip(state.clients, _actions_of(config), strict=True)):
+        status = client.status
+        if status is ClientStatus.JOINING or status is ClientStatus.MEMBER:
+            if client.in_flight is None:
+                yield from actions.heartbeat
+            else:
+                yield actions.handle
+        if status is ClientStatus.MEMBER:
+            if not client.owned <= client.assignment:
+                yield actions.revoke
+            for p in client.owned:
+                yield from actions.commit[p]
+            yield from actions.leave
+        elif status is ClientStatus.STOPPED:
+            yield from actions.restart
+        if client.commit_in_flight is not None:
+            yield actions.handle_commit
+        if members[index] is not None:
+            yield from actions.timeouts
 
 
 _ACTION_FUNCTIONS: dict[type, Callable[[ConsumerGroupConfig, GroupState, Any], GroupState | None]] = {
@@ -959,6 +1174,8 @@ _ACTION_FUNCTIONS: dict[type, Callable[[ConsumerGroupConfig, GroupState, Any], G
     CoordinatorHandleHeartbeat: coordinator_handle_heartbeat,
     ClientRevokePartitions: client_revoke_partitions,
     ClientCommitOffset: client_commit_offset,
+    ClientSendCommit: client_send_commit,
+    CoordinatorHandleCommit: coordinator_handle_commit,
     ClientLeaveGroup: client_leave_group,
     ClientStaticLeave: client_static_leave,
     ClientStaticRestart: client_static_restart,
@@ -1068,10 +1285,13 @@ def epochs_are_ordered(state: GroupState) -> bool:
 
 def no_zombie_commit(state: GroupState) -> bool:
     """A fenced or stale member's commit never lands: every accepted OffsetCommit came from a
-    member that holds the partition on the coordinator, with an epoch no newer than its own.
-    Holds under both commit rules: the exact rule because a partition leaves a member only
-    when the member moves to a newer epoch or is removed; the KIP-1251 range rule because it
-    checks the partition is still the member's."""
+    member still in the group, and no other member has been given the partition since the
+    commit was made (else it may overwrite the new owner's offsets: KIP-1251's "zombie
+    commit"). Holds with the exact rule while a member's epoch moves on once it has revoked
+    (`revocation_epoch` bump): a partition leaves a member only when the member moves to a newer
+    epoch or is removed. With the epoch kept after a revocation (KAFKA-19974) the exact rule
+    lets a late commit through; KIP-1251's range rule checks the partition is still the
+    member's and closes it."""
     return Event.ZOMBIE_COMMIT_LANDED not in state.history.events
 
 

@@ -29,9 +29,11 @@ with assigned' ∪ pending assignment, `UNRELEASED_PARTITIONS` if something was 
 `STABLE` otherwise. Pending revocations the client does not report owning are dropped at once
 (the client has already let them go).
 
-From `UNREVOKED_PARTITIONS` the member recomputes at **epoch + 1** once its revocations are
-done (Kafka 3.8-4.0's `CurrentAssignmentBuilder.build`; later trunk recomputes at the current
-epoch): the +1 is what makes a commit from before the revocation stale.
+From `UNREVOKED_PARTITIONS`, once its revocations are done, the member recomputes; if the
+target takes still more partitions away it stays in `UNREVOKED_PARTITIONS`, at **epoch + 1** in
+Kafka up to 4.1 (`bump_after_revocation`), at its current epoch since Kafka 4.2 (KAFKA-19974,
+apache/kafka #21107: "partitions can only be owned by a single member at any given epoch").
+The +1 is what made a commit sent before the revocation stale under the exact commit rule.
 
 KIP-1251 (Kafka 4.3, KAFKA-20066) adds an *assignment epoch* per assigned partition: the member
 epoch at which the partition was added to the member; kept partitions keep theirs, and the
@@ -180,9 +182,12 @@ def build(
     target: frozenset[int],
     partition_epoch: Callable[[int], int],
     owned: frozenset[int] | None,
+    bump_after_revocation: bool = True,
 ) -> ServerMember:
     """`CurrentAssignmentBuilder.build`: the member's next record, or `member` itself when it
-    cannot move on (STABLE at the target epoch, or revocations still owned)."""
+    cannot move on (STABLE at the target epoch, or revocations still owned). A member that has
+    revoked recomputes at epoch + 1 (`bump_after_revocation`, Kafka up to 4.1) or at its epoch
+    (Kafka 4.2+, KAFKA-19974)."""
     if member.state is MemberState.STABLE:
         if member.epoch == target_epoch:
             return member
@@ -190,7 +195,8 @@ def build(
     if member.state is MemberState.UNREVOKED_PARTITIONS:
         if owns_revoked_partitions(owned, member.pending_revocation):
             return member
-        return compute_next_assignment(member, member.epoch + 1, target_epoch, target, partition_epoch, owned)
+        epoch = member.epoch + 1 if bump_after_revocation else member.epoch
+        return compute_next_assignment(member, epoch, target_epoch, target, partition_epoch, owned)
     return compute_next_assignment(member, member.epoch, target_epoch, target, partition_epoch, owned)
 
 
@@ -200,13 +206,14 @@ def reconcile(
     target: frozenset[int],
     partition_epoch: Callable[[int], int],
     owned: frozenset[int] | None,
+    bump_after_revocation: bool = True,
 ) -> ServerMember:
     """`GroupMetadataManager.maybeReconcile`: nothing when the member is reconciled to the target
     epoch; otherwise `build`, and when the member changed, arm the rebalance timeout at its epoch
     if it now waits for revocations, cancel it otherwise."""
     if is_reconciled_to(member, target_epoch):
         return member
-    updated = build(member, target_epoch, target, partition_epoch, owned)
+    updated = build(member, target_epoch, target, partition_epoch, owned, bump_after_revocation)
     if updated == member:
         return member
     deadline = updated.epoch if updated.state is MemberState.UNREVOKED_PARTITIONS else None

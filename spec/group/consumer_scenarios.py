@@ -31,6 +31,7 @@ from spec.group.consumer import (
     ConsumerGroupConfig,
     GroupState,
     RejoinRule,
+    RevocationEpochRule,
     ServerAssignor,
 )
 from spec.machines import Machine, Scenario, Setting, parse_bool, parse_choice, parse_count
@@ -52,6 +53,11 @@ SETTINGS: Mapping[str, Setting] = {
     "commit.epoch.rule": Setting(
         "commit_rule", parse_choice(CommitEpochRule), "OffsetCommit epoch check: exact or range (KIP-1251)"
     ),
+    "revocation.epoch.rule": Setting(
+        "revocation_epoch",
+        parse_choice(RevocationEpochRule),
+        "epoch after a revocation when more must be revoked: bump (Kafka <= 4.1) or keep (4.2+, KAFKA-19974)",
+    ),
     "commits": Setting("commits", parse_bool, "explore offset commits"),
     "leaves": Setting("leaves", parse_bool, "explore consumers leaving with epoch -1"),
     "static.leaves": Setting("static_leaves", parse_bool, "explore static consumers leaving with epoch -2"),
@@ -63,6 +69,9 @@ SETTINGS: Mapping[str, Setting] = {
     ),
     "max.late.heartbeats": Setting(
         "max_late_heartbeats", parse_count(0, 3), "bound on heartbeats handled after the client moved on"
+    ),
+    "max.late.commits": Setting(
+        "max_late_commits", parse_count(0, 3), "bound on offset commits handled after the consumer moved on"
     ),
     "max.session.timeouts": Setting("max_session_timeouts", parse_count(0, 3), "bound on session expiries"),
     "max.rebalance.timeouts": Setting(
@@ -258,7 +267,7 @@ SCENARIOS: tuple[Scenario[ConsumerGroupConfig], ...] = (
         expect_violation=False,
         witnesses=("static_member_left", "static_member_returned", "partition_moved"),
         reference="KIP-848, KIP-345 (LEAVE_GROUP_STATIC_MEMBER_EPOCH)",
-        max_depth=22,
+        max_depth=28,
     ),
     Scenario(
         machine=CONSUMER_GROUP,
@@ -298,9 +307,9 @@ SCENARIOS: tuple[Scenario[ConsumerGroupConfig], ...] = (
     Scenario(
         machine=CONSUMER_GROUP,
         name="consumer-zombie-commit",
-        summary="a consumer fenced while revoking still commits for its old partition: the commit never "
-        "lands (UNKNOWN_MEMBER_ID), under the exact rule",
-        config=ConsumerGroupConfig(commits=True, max_rebalance_timeouts=1),
+        summary="exact rule: a consumer fenced while revoking still commits for its old partition, and a "
+        "commit sent before a revocation arrives after the partition moved: neither lands",
+        config=ConsumerGroupConfig(commits=True, max_late_commits=1, max_rebalance_timeouts=1),
         invariants=(*_SAFETY, "no_zombie_commit"),
         expect_violation=False,
         witnesses=("zombie_commit_refused", "zombie_holds_partition", "commit_accepted"),
@@ -345,15 +354,54 @@ SCENARIOS: tuple[Scenario[ConsumerGroupConfig], ...] = (
         machine=CONSUMER_GROUP,
         name="kip-1251-range-commit",
         summary="range rule (assignment epoch <= commit epoch <= member epoch): the same commit is accepted, "
-        "and no zombie's commit ever lands, also with a rebalance timeout",
+        "and no zombie's commit ever lands (late commits, a rebalance timeout)",
         config=ConsumerGroupConfig(
-            commit_rule=CommitEpochRule.RANGE, commits=True, max_lost_responses=1, max_rebalance_timeouts=1
+            commit_rule=CommitEpochRule.RANGE,
+            commits=True,
+            max_lost_responses=1,
+            max_late_commits=1,
+            max_rebalance_timeouts=1,
         ),
         invariants=(*_SAFETY, "no_zombie_commit", "no_false_fencing"),
         expect_violation=False,
         witnesses=("stale_commit_accepted", "zombie_commit_refused"),
         reference="KIP-1251, KAFKA-20066",
         max_depth=20,
+    ),
+    Scenario(
+        machine=CONSUMER_GROUP,
+        name="kafka-19974-exact-zombie-commit",
+        summary="epoch kept after a revocation (Kafka 4.2) with the exact commit rule: a member revokes in "
+        "two rounds at one epoch, and a commit it sent before the first lands after the partition went "
+        "to another member",
+        config=ConsumerGroupConfig(
+            members=3,
+            revocation_epoch=RevocationEpochRule.KEEP,
+            commits=True,
+            max_late_commits=1,
+        ),
+        invariants=("no_zombie_commit",),
+        expect_violation=True,
+        reference="KAFKA-19974, KIP-1251",
+        max_depth=20,
+    ),
+    Scenario(
+        machine=CONSUMER_GROUP,
+        name="kafka-19974-range-commit",
+        summary="the same with KIP-1251's range rule: the late commit is refused, the partition being no "
+        "longer the member's",
+        config=ConsumerGroupConfig(
+            members=3,
+            revocation_epoch=RevocationEpochRule.KEEP,
+            commit_rule=CommitEpochRule.RANGE,
+            commits=True,
+            max_late_commits=1,
+        ),
+        invariants=(*_SAFETY, "no_zombie_commit"),
+        expect_violation=False,
+        witnesses=("zombie_commit_refused", "commit_accepted"),
+        reference="KAFKA-19974, KIP-1251",
+        max_depth=30,
     ),
     Scenario(
         machine=CONSUMER_GROUP,
