@@ -248,12 +248,19 @@ def _safe_cut(buffer: str) -> int:
 
 
 def iter_forms(
-    chunks: Iterable[str], source: str, *, first_line: int = 1, gather: int = CHUNK_CHARS
+    chunks: Iterable[str],
+    source: str,
+    *,
+    first_line: int = 1,
+    gather: int = CHUNK_CHARS,
+    nesting: int = _NESTING_LEVELS,
 ) -> Iterator[tuple[Any, int]]:
     """Stream (value, line) for each top-level form, and for each element of a top-level vector/list.
 
     `chunks` is the text in pieces of any size (a token may straddle two pieces); pieces are
     gathered until `gather` characters are buffered, then scanned up to the last newline.
+    A form handed on may nest `nesting` levels of containers (itself included): an op map
+    and its values nested `MAX_NESTING` deep, by default.
     """
     stack: list[tuple[_Syntax, list[Any], int]] = []  # open containers: (opener, items, line)
     items: list[Any] | None = None  # where a completed value goes; None: it is handed on (yielded)
@@ -343,7 +350,7 @@ def iter_forms(
                     else:
                         items = []
                         stack.append((value, items, line))
-                        if len(stack) - stream_depth > _NESTING_LEVELS:
+                        if len(stack) - stream_depth > nesting:
                             raise HistoryError(Position(source, line=line), NESTING_MESSAGE)
                     continue
                 if value.discard:

@@ -45,7 +45,7 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO, Final
 
 from spark_checks.history import HistoryError, Operation, OpType, Position
-from spark_checks.readers._common import display_name, make_operation, parse_type
+from spark_checks.readers._common import MAX_NESTING, display_name, make_operation, parse_type
 from spark_checks.readers.edn import iter_forms
 
 ETCD_SHAPE: Final = "INFO  jepsen.util - <process> :<type> :<f> <value>"
@@ -70,7 +70,13 @@ def _etcd_value(text: str | None, position: Position) -> tuple[Any, bool]:
     if text.startswith(":"):
         return text[1:], True
     try:
-        forms = [value for value, _line in iter_forms([text], position.file, first_line=position.line or 1)]
+        # Inside a vector of its own: a top-level vector's elements would be handed on one by one.
+        forms = [
+            value
+            for value, _line in iter_forms(
+                ["[", text, "]"], position.file, first_line=position.line or 1, nesting=MAX_NESTING
+            )
+        ]
     except HistoryError as error:
         raise HistoryError(position, f"the value is not valid EDN: {error.message}") from None
     if len(forms) != 1:
