@@ -37,6 +37,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from conformance.guard import DEFAULT_COMMAND_SECONDS
 from conformance.machines.partition import DivergenceError, PartitionConformanceMachine, partition_machine_for
 from conformance.partition_sut import ReplicationSettings
 from spec import partition as spec_partition
@@ -234,6 +235,7 @@ def run_exhaustive(
     scenarios: Sequence[Scenario[PartitionConfig]] = SCENARIOS,
     directed: Sequence[DirectedPath] = DIRECTED_PATHS,
     progress: Callable[[str, int, int], None] | None = None,
+    command_seconds: float = DEFAULT_COMMAND_SECONDS,
 ) -> ExhaustiveResult:
     """Replay the `directed` paths, then every scenario's leaf paths within `depth`, on
     `target` beside the reference.
@@ -241,11 +243,12 @@ def run_exhaustive(
     Stops at the first divergence and reports it with the commands that led there (the
     path is a shortest one to the state where the target first disagreed, because paths
     come in breadth-first order). `progress(scenario, done, total)` is called after each
-    replayed path. A bad target string raises ValueError.
+    replayed path. A bad target string raises ValueError. A call into the target that takes
+    longer than `command_seconds` raises `conformance.guard.TargetHungError`.
     """
     if depth < 1:
         raise ValueError(f"depth must be at least 1, got {depth}")
-    machine_class = partition_machine_for(target)
+    machine_class = partition_machine_for(target, command_seconds)
     started = time.perf_counter()
     states = steps = 0
     names: list[str] = []

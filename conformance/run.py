@@ -20,6 +20,12 @@ Determinism and failures
     A divergence comes back as `passed=False` with the minimal failing command sequence
     exactly as Hypothesis printed it. A bad target or suite raises `ValueError` (the CLI
     maps it to exit code 2).
+
+A target that escapes
+    Every call into the target runs under `conformance.guard`: a target that calls
+    `sys.exit` (or raises `SystemExit`) diverges like one that raises, and a call that does
+    not return within `command_seconds` (default 10 s) is stopped and reported as a
+    divergence naming the command, unshrunk (each replay would wait as long again).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from hypothesis.reporting import with_reporter
 from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test
 
 from conformance.exhaustive import DEFAULT_DEPTH, run_exhaustive
+from conformance.guard import DEFAULT_COMMAND_SECONDS, TargetHungError, check_command_seconds
 from conformance.machines.log import machine_for
 from conformance.machines.partition import partition_machine_for
 
@@ -103,21 +110,29 @@ def run_conformance(
     suite: str | None = None,
     shrink: bool = True,
     depth: int = DEFAULT_DEPTH,
+    command_seconds: float = DEFAULT_COMMAND_SECONDS,
 ) -> ConformanceResult:
     """Drive `target` beside the reference for `examples` command sequences in each suite.
 
     `suite` is ``log``, ``partition``, ``exhaustive``, ``all`` or None (the default for the
     target, see the module docstring); `depth` bounds the exhaustive suite. `shrink=False`
     reports the first failing sequence as found (faster; for mutation runs that only ask
-    whether a divergence is detected).
+    whether a divergence is detected). A call into the target that takes longer than
+    `command_seconds` is stopped and reported as a divergence.
     """
     if examples < 1:
         raise ValueError(f"examples must be at least 1, got {examples}")
+    check_command_seconds(command_seconds)
     names = suites_for(target, suite)
     # Resolve every machine first, so a bad target fails before any suite runs.
-    machines = [machine_for(target) if name == "log" else partition_machine_for(target) for name in names]
+    machines = [
+        machine_for(target, command_seconds)
+        if name == "log"
+        else partition_machine_for(target, command_seconds)
+        for name in names
+    ]
     results = tuple(
-        _run_exhaustive(target, depth)
+        _run_exhaustive(target, depth, command_seconds)
         if name == "exhaustive"
         else _run_machine(name, machine, examples, seed, shrink)
         for name, machine in zip(names, machines, strict=True)
@@ -135,8 +150,12 @@ def run_conformance(
     )
 
 
-def _run_exhaustive(target: str, depth: int) -> SuiteResult:
-    result = run_exhaustive(target, depth)
+def _run_exhaustive(target: str, depth: int, command_seconds: float) -> SuiteResult:
+    started = time.perf_counter()
+    try:
+        result = run_exhaustive(target, depth, command_seconds=command_seconds)
+    except TargetHungError as hung:
+        return SuiteResult("exhaustive", False, str(hung), time.perf_counter() - started)
     return SuiteResult("exhaustive", result.passed, result.failure, result.seconds)
 
 
@@ -168,5 +187,8 @@ def _run_machine(
     except (AssertionError, FlakyFailure) as error:  # a divergence, even if not reproducible
         notes = [str(note) for note in getattr(error, "__notes__", [])]
         failure = "\n".join([*lines, *notes, f"{type(error).__name__}: {error}"])
+        return SuiteResult(suite, False, failure, time.perf_counter() - started)
+    except TargetHungError as hung:  # not shrunk: see `conformance.guard`
+        failure = "\n".join([*lines, f"TargetHungError: {hung}"])
         return SuiteResult(suite, False, failure, time.perf_counter() - started)
     return SuiteResult(suite, True, None, time.perf_counter() - started)

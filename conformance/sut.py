@@ -346,8 +346,11 @@ def load_factory(target: str, builtin_names: Sequence[str], contract: str) -> An
         )
     try:
         module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise ValueError(f"conformance target {target!r}: cannot import {module_name!r}: {error}") from None
+    except (Exception, SystemExit) as error:  # what its code raises, a syntax error, a relative name
+        summary = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise ValueError(
+            f"conformance target {target!r}: cannot import {module_name!r}: {type(error).__name__}: {summary}"
+        ) from None
     factory = getattr(module, attribute, None)
     if factory is None or not callable(factory):
         raise ValueError(

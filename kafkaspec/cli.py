@@ -531,9 +531,24 @@ def verify_command(
     "[default: conformance.exhaustive.DEFAULT_DEPTH, 6].",
 )
 @click.option("--seed", type=int, default=None, help="Fix the generated sequences (reproducible runs).")
+@click.option(
+    "--command-timeout",
+    "command_seconds",
+    default="10",
+    show_default=True,
+    callback=_parse_positive_seconds,
+    help="Seconds one call into the target may take; a call that takes longer is stopped and "
+    "reported as a divergence (a hang).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def conformance_command(
-    target: str, suite: str | None, examples: int, depth: int | None, seed: int | None, as_json: bool
+    target: str,
+    suite: str | None,
+    examples: int,
+    depth: int | None,
+    seed: int | None,
+    command_seconds: float,
+    as_json: bool,
 ) -> int:
     """Run the conformance suites: the target and the reference get the same commands and
     must give the same answers. The log suite covers one replica's log (append, read,
@@ -554,7 +569,9 @@ def conformance_command(
     if ":" in target and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # MODULE:FACTORY names a module of the user's project (as uvicorn)
     try:
-        result = run_conformance(target, examples, seed, suite=suite, depth=depth)
+        result = run_conformance(
+            target, examples, seed, suite=suite, depth=depth, command_seconds=command_seconds
+        )
     except (ValueError, ImportError, AttributeError) as error:
         raise UsageProblem(f"--target {target}: {error}") from None
     if as_json:

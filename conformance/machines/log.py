@@ -34,6 +34,13 @@ from typing import ClassVar, TypeVar
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from conformance.guard import (
+    DEFAULT_COMMAND_SECONDS,
+    TargetExitError,
+    TargetHungError,
+    call_target,
+    check_command_seconds,
+)
 from conformance.sut import LogUnderTest, make_log, resolve_target
 from reference.log import ReferenceReplicaLog
 from spec import log as spec_log
@@ -52,14 +59,21 @@ class LogConformanceMachine(RuleBasedStateMachine):
     """Drives `make_log(target)` and the reference with the same commands."""
 
     target: ClassVar[str] = "impl"
+    command_seconds: ClassVar[float] = DEFAULT_COMMAND_SECONDS  # per target call (`conformance.guard`)
 
     def __init__(self) -> None:
         super().__init__()
         self.reference = ReferenceReplicaLog()
+        self.hung = False
+        self.last_command = "creating an empty log"
         try:
-            self.sut: LogUnderTest = make_log(self.target)
+            self.sut: LogUnderTest = call_target(
+                lambda: make_log(self.target), self.command_seconds, self.last_command
+            )
         except ValueError:
             raise  # not a LogUnderTest: a usage error, not a divergence
+        except TargetExitError as error:
+            raise AssertionError(str(error)) from None
         except Exception as error:
             raise AssertionError(f"creating an empty log: the target raised {error!r}") from error
         self.epoch = 0  # the newest leader epoch used so far: epochs never go back
@@ -67,16 +81,23 @@ class LogConformanceMachine(RuleBasedStateMachine):
         self.last_command = "start"
 
     def teardown(self) -> None:
-        """Release the target's files."""
-        self._target(f"close() after {self.last_command}", self.sut.close)
+        """Release the target's files (not after a hang: the target is stuck)."""
+        if not self.hung:
+            self._target(f"close() after {self.last_command}", self.sut.close)
 
     # -- helpers ------------------------------------------------------------------------
 
     def _target(self, command: str, operation: Callable[[], T]) -> T:
-        """Run `operation` on the target; an exception from it is a divergence too."""
+        """Run `operation` on the target; an exception from it (or `sys.exit`) is a divergence
+        too, and a call that hangs is stopped (`conformance.guard`)."""
         self.last_command = command
         try:
-            return operation()
+            return call_target(operation, self.command_seconds, command)
+        except TargetHungError:
+            self.hung = True
+            raise
+        except TargetExitError as error:
+            raise AssertionError(str(error)) from None
         except Exception as error:
             raise AssertionError(f"{command}: the target raised {error!r}") from error
 
@@ -253,11 +274,15 @@ class LogConformanceMachine(RuleBasedStateMachine):
             )
 
 
-def machine_for(target: str) -> type[LogConformanceMachine]:
+def machine_for(target: str, command_seconds: float = DEFAULT_COMMAND_SECONDS) -> type[LogConformanceMachine]:
     """The conformance machine bound to `target` (``impl``, ``reference`` or ``MODULE:FACTORY``)."""
     resolve_target(target)  # fail fast, with a clear ValueError, on a bad target string
     safe = "".join(character if character.isalnum() else "_" for character in target)
-    return type(f"LogConformance_{safe}", (LogConformanceMachine,), {"target": target})
+    return type(
+        f"LogConformance_{safe}",
+        (LogConformanceMachine,),
+        {"target": target, "command_seconds": check_command_seconds(command_seconds)},
+    )
 
 
 class ImplLogConformance(LogConformanceMachine):

@@ -52,6 +52,13 @@ from typing import ClassVar, TypeVar
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
+from conformance.guard import (
+    DEFAULT_COMMAND_SECONDS,
+    TargetExitError,
+    TargetHungError,
+    call_target,
+    check_command_seconds,
+)
 from conformance.partition_sut import (
     PartitionUnderTest,
     PartitionView,
@@ -379,10 +386,12 @@ class PartitionConformanceMachine(RuleBasedStateMachine):
     """Drives `make_partition(target, settings)` and the reference with the same commands."""
 
     target: ClassVar[str] = "reference"
+    command_seconds: ClassVar[float] = DEFAULT_COMMAND_SECONDS  # per target call (`conformance.guard`)
 
     def __init__(self) -> None:
         super().__init__()
         self._sut: PartitionUnderTest | None = None
+        self.hung = False
         self._reference: ReferencePartition | None = None
         self.settings = ReplicationSettings()
         self.commands: list[str] = []  # every command so far, with the reference's answer
@@ -404,8 +413,8 @@ class PartitionConformanceMachine(RuleBasedStateMachine):
         return self._reference
 
     def teardown(self) -> None:
-        """Release the target's resources."""
-        if self._sut is not None:
+        """Release the target's resources (not after a hang: the target is stuck)."""
+        if self._sut is not None and not self.hung:
             self._target("close()", self._sut.close)
 
     # -- helpers ------------------------------------------------------------------------
@@ -415,11 +424,20 @@ class PartitionConformanceMachine(RuleBasedStateMachine):
         lines += [f"  {number}. {command}" for number, command in enumerate(self.commands, 1)]
         return DivergenceError("\n".join(lines))
 
-    def _target(self, command: str, operation: Callable[[], T]) -> T:
-        """Run `operation` on the target; an exception from it is a divergence too."""
+    def _target(self, command: str, operation: Callable[[], T], usage_errors: bool = False) -> T:
+        """Run `operation` on the target; an exception from it (or `sys.exit`) is a divergence
+        too, and a call that hangs is stopped (`conformance.guard`): `TargetHungError` with the
+        commands so far."""
         try:
-            return operation()
+            return call_target(operation, self.command_seconds, command)
+        except TargetHungError as error:
+            self.hung = True
+            raise TargetHungError(str(self._fail(str(error)))) from None
+        except TargetExitError as error:
+            raise self._fail(str(error)) from None
         except Exception as error:
+            if usage_errors and isinstance(error, ValueError):
+                raise
             raise self._fail(f"{command}: the target raised {error!r}") from error
 
     def _compare_views(self, after: str) -> None:
@@ -522,12 +540,10 @@ class PartitionConformanceMachine(RuleBasedStateMachine):
         self.settings = replication
         self._kinds = weighted_kinds(emphasis, omitted)
         self._reference = ReferencePartition(spec_config(replication))
-        try:
-            self._sut = make_partition(self.target, replication)
-        except ValueError:
-            raise  # not a PartitionUnderTest: a usage error, not a divergence
-        except Exception as error:
-            raise self._fail(f"creating the partition: the target raised {error!r}") from error
+        # A ValueError here (not a PartitionUnderTest) is a usage error, not a divergence.
+        self._sut = self._target(
+            "creating the partition", lambda: make_partition(self.target, replication), usage_errors=True
+        )
         self._compare_views("start")
 
     @precondition(lambda self: bool(self._enabled()))
@@ -548,11 +564,18 @@ class PartitionConformanceMachine(RuleBasedStateMachine):
         self._run(data.draw(any_actions(self.reference.state), label="any action"))
 
 
-def partition_machine_for(target: str) -> type[PartitionConformanceMachine]:
-    """The machine bound to `target` (``reference``, ``impl`` or ``MODULE:FACTORY``)."""
+def partition_machine_for(
+    target: str, command_seconds: float = DEFAULT_COMMAND_SECONDS
+) -> type[PartitionConformanceMachine]:
+    """The machine bound to `target` (``reference``, ``impl`` or ``MODULE:FACTORY``), each
+    call into the target stopped after `command_seconds`."""
     resolve_partition_target(target)  # fail fast, with a clear ValueError, on a bad target string
     safe = "".join(character if character.isalnum() else "_" for character in target)
-    return type(f"PartitionConformance_{safe}", (PartitionConformanceMachine,), {"target": target})
+    return type(
+        f"PartitionConformance_{safe}",
+        (PartitionConformanceMachine,),
+        {"target": target, "command_seconds": check_command_seconds(command_seconds)},
+    )
 
 
 class ReferencePartitionConformance(PartitionConformanceMachine):
