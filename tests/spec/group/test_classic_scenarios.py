@@ -1,0 +1,177 @@
+"""The classic group's scenarios settle as their docstrings say, with the shortest traces they
+claim; each mutant the spec is meant to catch (a one-line change of a named rule) is caught."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from spec.group import classic, classic_coordinator
+from spec.group.classic import ClassicConfig
+from spec.group.classic_scenarios import CLASSIC_GROUP, SAFETY, SCENARIOS, model_for
+from spec.group.types import ClassicGroupState, Errors
+from spec.machines import ConfigError, Scenario, ScenarioOutcome, run_scenario
+
+BY_NAME = {scenario.name: scenario for scenario in SCENARIOS}
+_outcomes: dict[str, ScenarioOutcome[ClassicConfig]] = {}
+
+
+def outcome_of(name: str) -> ScenarioOutcome[ClassicConfig]:
+    if name not in _outcomes:
+        _outcomes[name] = run_scenario(BY_NAME[name])
+    return _outcomes[name]
+
+
+SHORTEST_TRACES = {
+    "classic-zombie-commit-unchecked": 7,
+    "classic-cooperative-one-round": 11,
+    "classic-late-sync-kafka-13419": 12,
+    "classic-static-rejoin-kafka-9801": 7,
+}
+"""The length of each counterexample (BFS: no shorter trace exists)."""
+
+
+def test_names_are_unique_kebab_case_and_every_property_exists():
+    assert len(BY_NAME) == len(SCENARIOS) == 14
+    known = {*classic.INVARIANTS, *classic.STEP_PROPERTIES, classic.STUCK}
+    for scenario in SCENARIOS:
+        assert scenario.name == scenario.name.lower() and " " not in scenario.name
+        assert set(scenario.invariants) <= known
+        assert set(scenario.witnesses) <= set(classic.WITNESSES)
+        assert scenario.expect_violation or scenario.witnesses
+        assert CLASSIC_GROUP.validate(scenario.config) is None
+
+
+@pytest.mark.parametrize("name", [scenario.name for scenario in SCENARIOS])
+def test_every_scenario_settles_as_expected_quickly(name):
+    outcome = outcome_of(name)
+    assert outcome.as_expected, (outcome.found, outcome.missing_witnesses)
+    assert outcome.result.seconds < 5
+    if not outcome.scenario.expect_violation:
+        assert outcome.result.complete  # the whole bounded space, not just up to the depth bound
+
+
+@pytest.mark.parametrize(("name", "length"), SHORTEST_TRACES.items())
+def test_counterexample_lengths(name, length):
+    violation = outcome_of(name).result.violation
+    assert violation is not None and len(violation.trace) - 1 == length
+    assert set(SHORTEST_TRACES) == {scenario.name for scenario in SCENARIOS if scenario.expect_violation}
+
+
+def test_the_kafka_13419_trace_is_a_late_sync_that_keeps_partitions():
+    violation = outcome_of("classic-late-sync-kafka-13419").result.violation
+    assert violation is not None and violation.property_name == "partition_read_by_one_consumer"
+    last = violation.trace[-1].state
+    assert ("SyncGroup", Errors.UNKNOWN_MEMBER_ID) in last.answered
+    readers = [consumer for consumer in last.consumers if "t0-0" in {str(p) for p in consumer.reading}]
+    assert len(readers) == 2
+    explanation = outcome_of("classic-late-sync-kafka-13419").explanation
+    assert explanation is not None and "t0-0 is read by" in explanation
+
+
+def test_the_kafka_9801_trace_leaves_a_partition_without_owner():
+    outcome = outcome_of("classic-static-rejoin-kafka-9801")
+    assert outcome.result.violation is not None
+    last = outcome.result.violation.trace[-1].state
+    assert last.group.state is ClassicGroupState.STABLE
+    assert outcome.explanation is not None and "[t0-0] has no owner" in outcome.explanation
+
+
+def test_describe_state_labels_every_component():
+    state = classic.initial_state(BY_NAME["classic-static-replaced"].config)
+    lines = CLASSIC_GROUP.describe_state(state)
+    labels = [line.split(":")[0] for line in lines]
+    assert labels == [
+        "group",
+        "member i0-0",
+        "member c1-1",
+        "consumer c0",
+        "consumer c1",
+        "consumer c2",
+        "in flight",
+    ]
+    assert "Stable generation 1" in lines[0] and "instance i0" in lines[1]
+
+
+def test_settings_use_kafka_names_and_refuse_inconsistent_configs():
+    base = BY_NAME["classic-member-joins"].config
+    config = CLASSIC_GROUP.apply_overrides(
+        base, {"partition.assignment.strategy": "roundrobin,range", "max.pauses": "2"}
+    )
+    assert config.partition_assignment_strategy == ("roundrobin", "range") and config.max_pauses == 2
+    with pytest.raises(ConfigError):
+        CLASSIC_GROUP.apply_overrides(base, {"partition.assignment.strategy": "sticky"})
+    with pytest.raises(ConfigError):
+        CLASSIC_GROUP.apply_overrides(base, {"rebalance.protocol": "cooperative"})  # range cannot cooperate
+    assert "session.timeout.expires" in CLASSIC_GROUP.settings and "group.max.size" in CLASSIC_GROUP.settings
+
+
+# --- mutants: one-line changes of named rules, each caught -----------------------------------
+
+
+def violated(
+    name: str, config: ClassicConfig | None = None, properties: tuple[str, ...] = SAFETY
+) -> str | None:
+    scenario = BY_NAME[name]
+    mutant: Scenario[ClassicConfig] = replace(
+        scenario, config=config or scenario.config, invariants=properties
+    )
+    outcome = run_scenario(mutant)
+    violation = outcome.result.violation
+    return violation.property_name if violation is not None else None
+
+
+def test_heartbeat_answers_none_in_completing_rebalance_as_kafka_does():
+    assert classic_coordinator.HEARTBEAT_ERROR_BY_STATE[ClassicGroupState.COMPLETING_REBALANCE] is Errors.NONE
+
+
+def test_mutant_heartbeat_hides_a_rebalance_is_caught_as_stuck(monkeypatch):
+    table = dict(classic_coordinator.HEARTBEAT_ERROR_BY_STATE)
+    table[ClassicGroupState.PREPARING_REBALANCE] = Errors.NONE
+    monkeypatch.setattr(classic_coordinator, "HEARTBEAT_ERROR_BY_STATE", table)
+    assert violated("classic-member-joins") == classic.STUCK
+
+
+def test_mutant_stale_generation_commit_accepted_is_caught():
+    config = replace(BY_NAME["classic-zombie-commit-fenced"].config, offset_commit_checks_generation=False)
+    assert violated("classic-zombie-commit-fenced", config) == "stale_commits_never_land"
+
+
+def test_mutant_offsets_expire_in_a_non_empty_group_is_caught(monkeypatch):
+    monkeypatch.setattr(classic, "offsets_may_expire", lambda group: True)
+    assert violated("classic-member-leaves") == "offsets_expire_only_when_empty"
+
+
+def test_mutant_leader_is_not_the_first_joiner_is_caught(monkeypatch):
+    monkeypatch.setattr(classic_coordinator, "leader_after_add", lambda group, member_id: member_id)
+    assert violated("classic-member-joins") == "leader_stays_while_it_rejoins"
+
+
+def test_mutant_static_restart_rebalances_is_caught(monkeypatch):
+    monkeypatch.setattr(classic_coordinator, "static_replacement_rebalances", lambda group, rules: True)
+    properties = (*SAFETY, "static_restart_keeps_generation")
+    assert violated("classic-static-restart", properties=properties) == "static_restart_keeps_generation"
+
+
+def test_mutant_partition_released_before_revocation_is_caught():
+    config = replace(BY_NAME["classic-cooperative-join"].config, withhold_transferring_partitions=False)
+    assert violated("classic-cooperative-join", config) == "partition_read_by_one_consumer"
+
+
+def test_mutant_static_rejoin_mid_rebalance_without_rebalance_is_caught():
+    config = replace(
+        BY_NAME["classic-static-rejoin-fixed"].config, static_join_rebalances_when_completing=False
+    )
+    assert violated("classic-static-rejoin-fixed", config) == "stable_group_assigns_every_partition"
+
+
+def test_mutant_failed_sync_keeps_partitions_is_caught():
+    config = replace(BY_NAME["classic-late-sync-fixed"].config, failed_sync_gives_up_partitions=False)
+    assert violated("classic-late-sync-fixed", config) == "partition_read_by_one_consumer"
+
+
+def test_the_model_builder_splits_invariants_from_step_properties():
+    model = model_for(BY_NAME["classic-member-joins"].config, SAFETY, ("settled_after_rebalance",))
+    assert set(model.invariants) == {name for name in SAFETY if name in classic.INVARIANTS} | {classic.STUCK}
+    assert set(model.step_properties) == {name for name in SAFETY if name in classic.STEP_PROPERTIES}
