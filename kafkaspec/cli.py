@@ -255,7 +255,10 @@ def _parse_workers(context: click.Context, parameter: click.Parameter, value: st
         workers = 0
     if workers < 1:
         raise click.BadParameter(f"{value!r} is not a positive number or auto", context, parameter)
-    return workers
+    # More processes than cores only wait for each other (and --workers 10000 would fork
+    # that many): capped at the cores this process may use. The result is the same.
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return min(workers, cores)
 
 
 @cli.command("check")
@@ -279,8 +282,8 @@ def _parse_workers(context: click.Context, parameter: click.Parameter, value: st
     default="auto",
     show_default=True,
     callback=_parse_workers,
-    help="Processes exploring each large level: a number, or auto (the idle cores, at most 4). "
-    "The result is the same with any number.",
+    help="Processes exploring each large level: a number (at most the cores this process may use), "
+    "or auto (the idle cores, at most 4). The result is the same with any number.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.option("--no-trace", is_flag=True, help="Do not print counterexample traces.")

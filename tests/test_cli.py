@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -154,3 +155,9 @@ def test_check_refuses_a_bad_worker_count(capsys, value):
     assert code == 2
     assert "--workers" in err
     assert "Traceback" not in err
+
+
+def test_check_caps_workers_at_the_cores(capsys):
+    code, out, _ = run_cli(capsys, "check", "acks1-loss", "--json", "--workers", "100000")
+    assert code == 1
+    assert json.loads(out)["workers"] == len(os.sched_getaffinity(0))
