@@ -42,7 +42,14 @@ Properties (`INVARIANTS`, `STEP_PROPERTIES`; `WITNESSES` say a pass is not vacuo
 Bounds
     The configuration's `max_*` fields bound what the environment does (spontaneous rejoins,
     pauses, resumes, commits, leaves); they never appear in the protocol's guards. Each
-    consumer process that is not an initial member starts at most once.
+    consumer process that is not an initial member starts at most once. Generations and member
+    ids then stay bounded too: every rebalance and every new id has one of these events behind
+    it, so each scenario's state space is finite and the checker explores all of it.
+
+Symmetry
+    None is used: consumers are not interchangeable (the first member leads, member ids carry
+    the client's name, the range and round-robin assignors order members by id), so sorting
+    them would merge states the protocol tells apart.
 """
 
 from __future__ import annotations
@@ -1045,6 +1052,11 @@ def old_instance_fenced(config: ClassicConfig, state: ClassicState) -> bool:
     return any(consumer.fatal_error is Errors.FENCED_INSTANCE_ID for consumer in state.consumers)
 
 
+def offsets_expired_and_group_deleted(config: ClassicConfig, state: ClassicState) -> bool:
+    """Every member left, the group's offsets expired and the group was deleted (Dead)."""
+    return state.group.state is ClassicGroupState.DEAD and not state.group.offsets
+
+
 def late_sync_refused(config: ClassicConfig, state: ClassicState) -> bool:
     """A SyncGroup was answered UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION: it came too late."""
     return bool(
@@ -1080,6 +1092,7 @@ WITNESSES: Mapping[str, Callable[[ClassicConfig, ClassicState], bool]] = {
     "static_member_restarted_in_place": static_member_restarted_in_place,
     "old_instance_fenced": old_instance_fenced,
     "late_sync_refused": late_sync_refused,
+    "offsets_expired_and_group_deleted": offsets_expired_and_group_deleted,
     "moved_in_two_rounds": moved_in_two_rounds,
     "static_rejoin_settled": static_rejoin_settled,
 }

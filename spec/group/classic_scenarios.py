@@ -69,6 +69,9 @@ SETTINGS: Mapping[str, Setting] = {
     "cooperative.withholds.transfers": Setting(
         "withhold_transferring_partitions", parse_bool, "KIP-429 first round (false: move in one round)"
     ),
+    "partitions": Setting(
+        "topics", lambda text: (("t0", parse_count(1, 8)(text)),), "partitions of topic t0 (1-8)"
+    ),
     "max.rejoins": Setting("max_rejoins", parse_count(0, 4), "bound on spontaneous rejoins"),
     "max.pauses": Setting("max_pauses", parse_count(0, 4), "bound on consumer crashes or stalls"),
     "max.resumes": Setting("max_resumes", parse_count(0, 4), "bound on stalled consumers resuming"),
@@ -318,6 +321,15 @@ SCENARIOS: tuple[Scenario[ClassicConfig], ...] = (
         False,
         witnesses=("idle_consumer_settled",),
         reference="RoundRobinAssignor",
+    ),
+    _scenario(
+        "classic-offsets-expire-when-empty",
+        "a lone member commits and leaves: the group is Empty, its offsets expire and the group is deleted "
+        "(Dead); while it had a member they never expired",
+        ClassicConfig(consumers=(ConsumerProcess("c0"),), max_commits=1, max_leaves=1),
+        False,
+        witnesses=("offsets_expired_and_group_deleted",),
+        reference="offsets.retention.minutes; ClassicGroup.offsetExpirationCondition",
     ),
     _scenario(
         "classic-zombie-commit-fenced",
