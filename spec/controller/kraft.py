@@ -444,10 +444,10 @@ def _acceptor(
 def _apply_change(
     state: KRaftState, controller: Controller, outcome: ChangeOutcome, target_isr: frozenset[BrokerId]
 ) -> tuple[Controller, History]:
-    """Append the change record (if any) and classify the election it made, independently
-    of the builder's own flag: clean when the new leader is in the target ISR or the ELR,
-    a last-known-leader election (KIP-966) when it is the last known leader with ISR and
-    ELR empty, unclean otherwise."""
+    """Append the change record (if any) and classify the election it made, without
+    trusting the builder's `unclean` flag: clean when the new leader is in the target ISR,
+    an ELR election when it came from the ELR the change kept (KIP-966), a last-known-leader
+    election when it is the last known leader, unclean otherwise."""
     history = state.history
     record = outcome.record
     if record is None:
@@ -458,7 +458,7 @@ def _apply_change(
     if record.leader not in (NO_LEADER_CHANGE, NO_LEADER, before.leader):
         if record.leader in target_isr:
             pass
-        elif record.leader in before.elr and not target_isr:
+        elif outcome.from_elr and record.leader in before.elr:
             history = replace(history, elr_elections=history.elr_elections + 1)
         elif before.last_known_elr == (record.leader,):
             history = replace(history, last_known_leader_elections=history.last_known_leader_elections + 1)
@@ -1133,6 +1133,17 @@ def partition_state_valid(config: KRaftConfig, state: KRaftState) -> bool:
     return bool(partition.isr) and not partition.elr and not partition.last_known_elr
 
 
+def isr_members_are_active(state: KRaftState) -> bool:
+    """Every ISR member is registered, unfenced and not in controlled shutdown, except a last
+    member the ISR keeps without ELR: the controller removes a broker from every ISR when it
+    fences it or it begins a controlled shutdown, and AlterPartition refuses such members
+    (KIP-841, INELIGIBLE_REPLICA)."""
+    partition = state.controller.partition
+    if len(partition.isr) == 1 and not partition.has_leader:
+        return True  # the last replica standing (ELR off)
+    return all(_active(state.controller, member) for member in partition.isr)
+
+
 def maximal_isr_covers_controller_isr(state: KRaftState) -> bool:
     """The ISR the leader's HW waits for contains the ISR the controller has committed
     (KIP-497's "maximal ISR"): so the HW never passes a member the controller could elect.
@@ -1231,6 +1242,7 @@ INVARIANTS: dict[str, Invariant] = {
     "online_leader_in_isr": _plain(online_leader_in_isr),
     "leader_not_fenced": _plain(leader_not_fenced),
     "partition_state_valid": partition_state_valid,
+    "isr_members_are_active": _plain(isr_members_are_active),
     "maximal_isr_covers_controller_isr": _plain(maximal_isr_covers_controller_isr),
     "committed_records_survive": committed_records_survive,
     "committed_records_survive_lossy_shutdowns": committed_records_survive_lossy_shutdowns,

@@ -290,13 +290,7 @@ SCENARIOS: tuple[Scenario[KRaftConfig], ...] = (
         "kraft-fenced-last-known-leader",
         "ELR on, the ISR and ELR emptied by fencing and unclean restarts: the last known leader is "
         "elected while still fenced (canElectLastKnownLeader does not ask whether it is acceptable)",
-        KRaftConfig(
-            max_records=0,
-            max_crashes=2,
-            max_lost_sessions=1,
-            max_alter_partitions=0,
-            last_known_leader=LastKnownLeaderRule.UNCHECKED,
-        ),
+        replace(_NO_DATA, last_known_leader=LastKnownLeaderRule.UNCHECKED),
         ("leader_not_fenced",),
         expect_violation=True,
         reference="KAFKA-19522, KIP-966",
@@ -316,13 +310,7 @@ SCENARIOS: tuple[Scenario[KRaftConfig], ...] = (
         "kraft-last-replica-standing",
         "ELR off, RF 2, min ISR 2: a committed record, the follower fenced, the leader (last ISR "
         "member) loses its unflushed log, restarts and is elected again: the record is lost",
-        KRaftConfig(
-            elr=ElrRule.DISABLED,
-            max_crashes=1,
-            max_lossy_crashes=1,
-            max_lost_sessions=1,
-            max_alter_partitions=0,
-        ),
+        replace(_LAST_REPLICA, elr=ElrRule.DISABLED),
         ("committed_records_survive_lossy_shutdowns",),
         expect_violation=True,
         reference="KIP-966 (last replica standing)",
@@ -342,9 +330,7 @@ SCENARIOS: tuple[Scenario[KRaftConfig], ...] = (
         "kraft-committed-isr-hw",
         "the leader's HW waits only for the ISR it knows is committed: the controller commits an "
         "expansion the leader has not heard of, and the HW no longer covers the controller's ISR",
-        KRaftConfig(
-            min_insync_replicas=1, max_crashes=0, max_alter_partitions=2, leader_isr=LeaderIsrRule.COMMITTED
-        ),
+        replace(_ISR_CHANGES, leader_isr=LeaderIsrRule.COMMITTED),
         ("maximal_isr_covers_controller_isr",),
         expect_violation=True,
         reference="KIP-497 (maximal ISR), KAFKA-15583",
