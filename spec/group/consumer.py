@@ -293,6 +293,7 @@ class Event(enum.Enum):
     MEMBER_LEFT = "a member left with epoch -1"
     STATIC_MEMBER_LEFT = "a static member left with epoch -2"
     STATIC_MEMBER_RETURNED = "a static member came back and got its partitions again"
+    PREVIOUS_EPOCH_ACCEPTED = "a heartbeat with the member's previous epoch was accepted (a bump was lost)"
     CLIENT_FENCED = "a consumer was told FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID"
     FENCED_MEMBER_REJOINED = "a fenced consumer rejoined and got an assignment"
     FENCED_WHILE_REVOKING = "the rebalance timeout fenced a member that was revoking"
@@ -818,6 +819,8 @@ def _exchange(
         after = apply_response(after, response)
     events: list[Event] = []
     member = coordinator.members[index]
+    if response.error is Errors.NONE and previous is not None and 0 < request.member_epoch < previous.epoch:
+        events.append(Event.PREVIOUS_EPOCH_ACCEPTED)
     if (
         response.error is Errors.NONE
         and previous is not None

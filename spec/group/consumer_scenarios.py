@@ -411,7 +411,7 @@ SCENARIOS: tuple[Scenario[ConsumerGroupConfig], ...] = (
         config=ConsumerGroupConfig(max_late_heartbeats=1, max_lost_responses=1, leaves=True),
         invariants=(*_SAFETY, "rebalance_completes"),
         expect_violation=False,
-        witnesses=("partition_moved", "group_stable"),
+        witnesses=("previous_epoch_accepted", "partition_moved", "group_stable"),
         reference="KIP-848 (previous member epoch)",
         max_depth=20,
     ),
