@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -120,3 +122,20 @@ def test_verify_max_memory_bounds_the_search_cache(capsys: pytest.CaptureFixture
     (report,) = json.loads(out)["histories"]
     reasons = [part["evidence"]["reason"] for part in report["failing"] if part["verdict"] == "unknown"]
     assert reasons and all(reason.startswith("memory budget of 2 MB exhausted") for reason in reasons)
+
+
+@pytest.mark.skipif(not C50_BAD.is_file(), reason="needs ../shared/histories")
+def test_the_kafkaspec_program_ends_within_a_second_of_its_budget() -> None:
+    # As a program the budget counts from the process's start: loading Python and the tool
+    # (0.6-1.6 s here) is inside it, and the search frees its cache before the deadline.
+    budget = 3.0
+    started = time.perf_counter()
+    completed = subprocess.run(
+        [sys.executable, "-m", "kafkaspec.cli", "verify", str(C50_BAD), "--max-seconds", str(budget)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    elapsed = time.perf_counter() - started
+    assert completed.returncode == 1, completed.stderr
+    assert elapsed < budget + 1, elapsed
