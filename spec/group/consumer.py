@@ -86,9 +86,24 @@ What is abstracted
     does so a little later, and a partition the coordinator has since released cannot be started
     then because its offset fetch carries the older epoch (`ConsumerGroup.validateOffsetFetch`).
 
+Properties (`INVARIANTS`, `STEP_PROPERTIES`, and the stuck check `rebalance_completes`)
+    * `one_owner_per_partition`: no partition is owned by two consumers that are members;
+    * `no_member_holds_reassigned_partition`: a member never holds a partition the coordinator
+      has given to another member (at a newer epoch); `partition_epochs_consistent`: the
+      partition epoch table is what the members hold, and never hits Kafka's assertion;
+    * `epochs_are_ordered` (member <= assignment <= group epoch) and `epochs_only_grow`;
+    * `no_zombie_commit`: a fenced or stale member's commit never lands; `no_false_fencing`:
+      a legitimate commit is never refused (fails under the exact rule, KIP-1251);
+    * `no_partition_processed_twice`: not a guarantee; a consumer fenced by a timeout goes on
+      processing until it hears so, which is why commits are fenced;
+    * `rebalance_completes`: no reachable state where consumers wait and none of the protocol's
+      own actions can move them on (KAFKA-19233 under the old rule).
+
 Ghost state
     `History` is not part of Kafka: the bounds' counters and the facts the invariants and
-    witnesses read ("a zombie commit landed", "a fenced member rejoined").
+    witnesses read ("a zombie commit landed", "a fenced member rejoined"), with, per partition,
+    how many times the coordinator gave it to another member, and per consumer, how many
+    members the coordinator created for it (what makes a late commit a zombie's).
 """
 
 from __future__ import annotations
@@ -598,10 +613,11 @@ def fence_member(coordinator: Coordinator, client: int) -> Coordinator:
 def handle_heartbeat(
     config: ConsumerGroupConfig, coordinator: Coordinator, client: int, request: HeartbeatRequest
 ) -> tuple[Coordinator, HeartbeatResponse]:
-    """`GroupCoordinatorShard.consumerGroupHeartbeat`: validate, then leave (-1), leave for now
-    (-2) or join/heartbeat: (1) create or update the member, bumping the group epoch for a new
-    member; (2) recompute the target assignment when the group epoch is ahead of the assignment
-    epoch; (3) reconcile the member towards its target; answer its epoch and assignment."""
+    """`GroupMetadataManager.consumerGroupHeartbeat` (and `consumerGroupLeave`): validate, then
+    leave (-1), leave for now (-2) or join/heartbeat: (1) create or update the member, bumping
+    the group epoch for a new member; (2) recompute the target assignment when the group epoch
+    is ahead of the assignment epoch; (3) reconcile the member towards its target; answer its
+    epoch and assignment."""
     is_static = config.is_static(client)
     invalid = request_error(request, is_static)
     if invalid is not None:
@@ -793,8 +809,8 @@ def _observe(coordinator: Coordinator, clients: tuple[Client, ...], history: His
     )
 
 
-def _after_response(state: GroupState, index: int, before: Client, after: Client) -> GroupState:
-    """Record what a client's answer teaches the history."""
+def _response_events(before: Client, after: Client) -> list[Event]:
+    """What a client's answer teaches the history."""
     events: list[Event] = []
     if after.was_fenced and not before.was_fenced:
         events.append(Event.CLIENT_FENCED)
@@ -802,7 +818,7 @@ def _after_response(state: GroupState, index: int, before: Client, after: Client
         events.append(Event.MEMBER_JOINED)
         if before.was_fenced:
             events.append(Event.FENCED_MEMBER_REJOINED)
-    return _record(_with_client(state, index, after), *events)
+    return events
 
 
 def _exchange(
@@ -829,7 +845,8 @@ def _exchange(
         and member.assigned
     ):
         events.append(Event.STATIC_MEMBER_RETURNED)
-    return _record(_after_response(state, index, before, after), *events)
+    events.extend(_response_events(before, after))
+    return _record(_with_client(state, index, after), *events)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1394,6 +1411,8 @@ def epochs_only_grow(before: GroupState, after: GroupState) -> bool:
     leaves for now and to 0 when a new instance replaces it; a running consumer's known epoch
     never decreases except when it rejoins (0) or leaves (-1, -2)."""
     old, new = before.coordinator, after.coordinator
+    if new is old and after.clients is before.clients:
+        return True
     if new.group_epoch < old.group_epoch or new.assignment_epoch < old.assignment_epoch:
         return False
     for was, now in zip(old.members, new.members, strict=True):

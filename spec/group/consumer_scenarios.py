@@ -319,8 +319,9 @@ SCENARIOS: tuple[Scenario[ConsumerGroupConfig], ...] = (
     Scenario(
         machine=CONSUMER_GROUP,
         name="kafka-19233-rejoin-refused",
-        summary="old rule: two lost heartbeat responses leave consumer 0 two epochs behind; it is fenced, "
-        "rejoins with epoch 0 and is refused as long as its session lasts: stuck",
+        summary="old rule: a joining consumer loses two responses while the group epoch moves on, so its "
+        "member is two bumps past epoch 0; its epoch-0 rejoin is refused with FENCED_MEMBER_EPOCH for as "
+        "long as its session lasts: stuck",
         config=ConsumerGroupConfig(rejoin=RejoinRule.OLD, leaves=True, max_lost_responses=2),
         invariants=("rebalance_completes",),
         expect_violation=True,
