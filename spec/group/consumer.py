@@ -308,6 +308,7 @@ class Event(enum.Enum):
     MEMBER_LEFT = "a member left with epoch -1"
     STATIC_MEMBER_LEFT = "a static member left with epoch -2"
     STATIC_MEMBER_RETURNED = "a static member came back and got its partitions again"
+    REVOKED_AGAIN = "a member that had revoked had to revoke more (a second revocation round)"
     PREVIOUS_EPOCH_ACCEPTED = "a heartbeat with the member's previous epoch was accepted (a bump was lost)"
     CLIENT_FENCED = "a consumer was told FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID"
     FENCED_MEMBER_REJOINED = "a fenced consumer rejoined and got an assignment"
@@ -837,6 +838,14 @@ def _exchange(
     member = coordinator.members[index]
     if response.error is Errors.NONE and previous is not None and 0 < request.member_epoch < previous.epoch:
         events.append(Event.PREVIOUS_EPOCH_ACCEPTED)
+    if (
+        previous is not None
+        and member is not None
+        and previous.state is MemberState.UNREVOKED_PARTITIONS
+        and member.state is MemberState.UNREVOKED_PARTITIONS
+        and member.pending_revocation != previous.pending_revocation
+    ):
+        events.append(Event.REVOKED_AGAIN)
     if (
         response.error is Errors.NONE
         and previous is not None

@@ -371,6 +371,18 @@ SCENARIOS: tuple[Scenario[ConsumerGroupConfig], ...] = (
     ),
     Scenario(
         machine=CONSUMER_GROUP,
+        name="consumer-two-revocation-rounds",
+        summary="three consumers, two partitions, late commits, exact rule, epoch bumped after a revocation "
+        "(Kafka up to 4.1): a member revokes in two rounds, and no commit from the first round lands",
+        config=ConsumerGroupConfig(members=3, commits=True, max_late_commits=1),
+        invariants=(*_SAFETY, "no_zombie_commit", "rebalance_completes"),
+        expect_violation=False,
+        witnesses=("revoked_again", "zombie_commit_refused", "group_stable"),
+        reference="KIP-848 (CurrentAssignmentBuilder), KAFKA-19974",
+        max_depth=30,
+    ),
+    Scenario(
+        machine=CONSUMER_GROUP,
         name="kafka-19974-exact-zombie-commit",
         summary="epoch kept after a revocation (Kafka 4.2) with the exact commit rule: a member revokes in "
         "two rounds at one epoch, and a commit it sent before the first lands after the partition went "
