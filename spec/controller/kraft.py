@@ -192,7 +192,6 @@ class Broker:
     broker_epoch: int = NOT_REGISTERED  # the epoch its registration got
     clean_shutdown_epoch: int = NOT_REGISTERED  # previousBrokerEpoch of its clean-shutdown file
     wants_shutdown: bool = False
-    heartbeats_lost: bool = False  # the controller fenced it while it was up
     metadata_offset: int = 0  # records replayed (the next offset to replay)
     view: PartitionRegistration | None = None  # the partition in the newest image it replayed
     log: tuple[int, ...] = ()  # the values it holds, offset = position
@@ -673,6 +672,8 @@ def broker_heartbeat(config: KRaftConfig, state: KRaftState, action: BrokerHeart
         return None
     if registration.epoch != broker.broker_epoch:  # STALE_BROKER_EPOCH: refused, nothing changes
         return None
+    if not registration.fenced and not registration.in_controlled_shutdown and not broker.wants_shutdown:
+        return None  # an unfenced broker that wants nothing: the heartbeat only refreshes its session
     active_offsets = [
         state.brokers[other].metadata_offset - 1
         for other in config.broker_ids
@@ -689,12 +690,10 @@ def broker_heartbeat(config: KRaftConfig, state: KRaftState, action: BrokerHeart
     history = state.history
     if following is BrokerControlState.UNFENCED:
         controller = _with_registration(controller, action.broker, replace(registration, fenced=False))
-        broker = replace(broker, heartbeats_lost=False)
         state = replace(state, controller=controller)
         if not controller.partition.has_leader:
             controller, history = _leader_and_isr_update(config, state, controller, add=action.broker)
-        state = replace(state, controller=controller, history=history)
-        return _with_broker(state, action.broker, broker)
+        return replace(state, controller=controller, history=history)
     if following is BrokerControlState.CONTROLLED_SHUTDOWN:
         shutting = replace(
             registration, in_controlled_shutdown=True, controlled_shutdown_offset=controller.log_end
@@ -714,7 +713,6 @@ def broker_heartbeat(config: KRaftConfig, state: KRaftState, action: BrokerHeart
         broker_epoch=NOT_REGISTERED,
         clean_shutdown_epoch=broker.broker_epoch,
         wants_shutdown=False,
-        heartbeats_lost=False,
         leader=None,
         metadata_offset=0,
         view=None,
@@ -751,10 +749,9 @@ def controller_fence_broker(
     if heartbeating:
         if history.lost_sessions >= config.max_lost_sessions:
             return None
-        history = replace(history, lost_sessions=history.lost_sessions + 1)
-        state = _with_broker(
-            replace(state, history=history), action.broker, replace(broker, heartbeats_lost=True)
-        )
+        # Its heartbeats were lost (a network blip): it carries on, and its next heartbeat,
+        # with the same broker epoch, unfences it again once it has caught up.
+        state = replace(state, history=replace(history, lost_sessions=history.lost_sessions + 1))
     controller, history = _fence(config, state, action.broker)
     return replace(state, controller=controller, history=history)
 
@@ -784,7 +781,6 @@ def broker_crash(config: KRaftConfig, state: KRaftState, action: BrokerCrash) ->
         broker_epoch=NOT_REGISTERED,
         clean_shutdown_epoch=NOT_REGISTERED,
         wants_shutdown=False,
-        heartbeats_lost=False,
         log=broker.log[: action.surviving_end],
         high_watermark=min(broker.high_watermark, action.surviving_end),
         leader=None,
@@ -1056,8 +1052,20 @@ def step(config: KRaftConfig, state: KRaftState, action: Action) -> KRaftState |
     return _ACTION_FUNCTIONS[type(action)](config, state, action)
 
 
+# One object per action and broker, built once: the checker asks for candidates millions of times.
 _crash_action = memoized(BrokerCrash)
 _alter_action = memoized(LeaderAlterPartition)
+_fence_action = memoized(ControllerFenceBroker)
+_controller_alter_action = memoized(ControllerAlterPartition)
+_answer_action = memoized(LeaderHandleAlterPartitionResponse)
+_start_action = memoized(BrokerStart)
+_register_action = memoized(BrokerRegister)
+_replay_action = memoized(BrokerReplayMetadata)
+_heartbeat_action = memoized(BrokerHeartbeat)
+_shutdown_action = memoized(BrokerRequestShutdown)
+_produce_action = memoized(ProducerSend)
+_fetch_action = memoized(FollowerFetch)
+_REASSIGN = ControllerReassign()
 
 
 def candidate_actions(config: KRaftConfig, state: KRaftState) -> Iterator[Action]:
@@ -1067,37 +1075,40 @@ def candidate_actions(config: KRaftConfig, state: KRaftState) -> Iterator[Action
     for broker_id, broker in enumerate(state.brokers):
         registration = controller.registrations[broker_id]
         if registration is not None and not registration.fenced:
-            yield ControllerFenceBroker(broker_id)
+            yield _fence_action(broker_id)
         if state.alter_requests[broker_id] is not None:
-            yield ControllerAlterPartition(broker_id)
+            yield _controller_alter_action(broker_id)
         if state.alter_answers[broker_id] is not None:
-            yield LeaderHandleAlterPartitionResponse(broker_id)
+            yield _answer_action(broker_id)
         if not broker.up:
-            yield BrokerStart(broker_id)
+            yield _start_action(broker_id)
             continue
         if broker.broker_epoch == NOT_REGISTERED:
-            yield BrokerRegister(broker_id)
+            yield _register_action(broker_id)
         elif broker.metadata_offset < controller.log_end:
-            yield BrokerReplayMetadata(broker_id)
-        yield BrokerHeartbeat(broker_id)
+            yield _replay_action(broker_id)
+        if registration is not None and (
+            registration.fenced or registration.in_controlled_shutdown or broker.wants_shutdown
+        ):
+            yield _heartbeat_action(broker_id)
         if not broker.wants_shutdown and history.shutdowns < config.max_shutdowns:
-            yield BrokerRequestShutdown(broker_id)
+            yield _shutdown_action(broker_id)
         if history.crashes < config.max_crashes:
             lossy = history.lossy_crashes < config.max_lossy_crashes
             for surviving_end in range(0 if lossy else len(broker.log), len(broker.log) + 1):
                 yield _crash_action(broker_id, surviving_end)
         if broker.leader is not None:
             if history.next_value < config.max_records:
-                yield ProducerSend(broker_id)
+                yield _produce_action(broker_id)
             if broker.leader.pending is None and history.alter_partitions < config.max_alter_partitions:
                 for member in config.broker_ids:
                     if member != broker_id:
                         yield _alter_action(broker_id, member, True)
                         yield _alter_action(broker_id, member, False)
         else:
-            yield FollowerFetch(broker_id)
+            yield _fetch_action(broker_id)
     if config.reassignment_target and not history.reassigned:
-        yield ControllerReassign()
+        yield _REASSIGN
 
 
 # ---------------------------------------------------------------------------------------
@@ -1257,6 +1268,8 @@ def epochs_only_grow(before: KRaftState, after: KRaftState) -> bool:
     """The leader epoch and the partition epoch never decrease, and every partition change
     record raises the partition epoch; a live broker's view never goes back."""
     old, new = before.controller.partition, after.controller.partition
+    if old is new and before.brokers is after.brokers:
+        return True
     if new.leader_epoch < old.leader_epoch or new.partition_epoch < old.partition_epoch:
         return False
     if new != old and new.partition_epoch == old.partition_epoch:
@@ -1307,6 +1320,11 @@ def duplicate_registration_refused(state: KRaftState) -> bool:
     return KafkaError.DUPLICATE_BROKER_REGISTRATION in state.history.answers
 
 
+def stale_broker_epoch_refused(state: KRaftState) -> bool:
+    """An AlterPartition from a broker's previous process was refused with STALE_BROKER_EPOCH."""
+    return KafkaError.STALE_BROKER_EPOCH in state.history.answers
+
+
 def ineligible_replica_refused(state: KRaftState) -> bool:
     """An AlterPartition was answered INELIGIBLE_REPLICA."""
     return KafkaError.INELIGIBLE_REPLICA in state.history.answers
@@ -1345,6 +1363,7 @@ WITNESSES: dict[str, Witness] = {
     "elected_from_elr": elected_from_elr,
     "broker_reregistered": broker_reregistered,
     "duplicate_registration_refused": duplicate_registration_refused,
+    "stale_broker_epoch_refused": stale_broker_epoch_refused,
     "ineligible_replica_refused": ineligible_replica_refused,
     "stale_partition_epoch_refused": stale_partition_epoch_refused,
     "new_leader_elected_answered": new_leader_elected_answered,

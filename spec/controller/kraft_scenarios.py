@@ -351,7 +351,8 @@ SCENARIOS: tuple[Scenario[KRaftConfig], ...] = (
         "a follower crashes, loses its unflushed log and restarts faster than its session times out: "
         "its registration is refused until the controller fences the old session, it comes back with "
         "a new broker epoch, and the leader's AlterPartition naming its old epoch is refused "
-        "(INELIGIBLE_REPLICA); nothing committed is lost",
+        "(INELIGIBLE_REPLICA), as is a request from a restarted leader's old process "
+        "(STALE_BROKER_EPOCH); nothing committed is lost",
         _BOUNCE,
         _ALL,
         expect_violation=False,
@@ -360,6 +361,7 @@ SCENARIOS: tuple[Scenario[KRaftConfig], ...] = (
             "duplicate_registration_refused",
             "broker_reregistered",
             "ineligible_replica_refused",
+            "stale_broker_epoch_refused",
         ),
         reference="KIP-903, KIP-841, KAFKA-19047",
         max_depth=12,

@@ -133,7 +133,7 @@ def test_fencing_a_crashed_leader_elects_the_other_isr_member():
 
 def test_a_live_broker_is_fenced_only_within_the_lost_session_bound():
     state = run([ControllerFenceBroker(1)])
-    assert state.history.lost_sessions == 1 and state.brokers[1].heartbeats_lost
+    assert state.history.lost_sessions == 1 and state.brokers[1].up
     assert state.controller.partition.isr == {0}
     assert refused(state, ControllerFenceBroker(0))  # bound reached, and broker 0 heartbeats
     unfenced = run([ControllerFenceBroker(1), BrokerHeartbeat(1)])
@@ -252,6 +252,22 @@ def test_a_stale_partition_epoch_is_answered_invalid_update_version_and_the_lead
     assert replayed is not None
     leader = replayed.brokers[0].leader
     assert leader is not None and leader.pending is None and leader.committed_isr == {0}
+
+
+def test_a_request_from_a_previous_process_is_refused_with_stale_broker_epoch():
+    state = run(
+        [
+            LeaderAlterPartition(0, 1, False),
+            BrokerCrash(0, 0),
+            BrokerStart(0),
+            ControllerFenceBroker(0),
+            BrokerRegister(0),
+            ControllerAlterPartition(0),
+        ]
+    )
+    assert KafkaError.STALE_BROKER_EPOCH in state.history.answers
+    assert state.controller.partition.isr == {1}  # only the fence changed it
+    assert state.controller.partition.leader == 1
 
 
 def test_an_answer_to_a_dead_process_is_dropped():
