@@ -26,17 +26,19 @@ Two generations
     request); KIP-966 adds the eligible leader replicas (ELR).
 
 Modules
-    `spec.controller.zookeeper` and `spec.controller.zk*`    the ZooKeeper-era controller
-    `spec.controller.kraft*`                                the KRaft controller:
-        `kraft_brokers`     broker registration, heartbeats, broker epochs and fencing
-                            (`ClusterControlManager`, `BrokerHeartbeatManager`)
-        `kraft_partitions`  partition registrations and the changes to them
-                            (`PartitionRegistration`, `PartitionChangeBuilder`), elections
-                            from the ISR, then the ELR, then unclean
+    ZooKeeper era: `spec.controller.zookeeper` and the `spec.controller.zk_*` modules.
+
+    KRaft:
+        `kraft_brokers`          broker registration, heartbeats, broker epochs and fencing
+                                 (`ClusterControlManager`, `BrokerHeartbeatManager`)
+        `kraft_partitions`       partition registrations and the records that change them
+                                 (`PartitionRegistration`, `PartitionChangeRecord`,
+                                 `PartitionChangeBuilder`); elections from the ISR, then the
+                                 ELR, then the last known leader, then unclean
         `kraft_alter_partition`  `AlterPartition` validation as `ReplicationControlManager`
-                            answers it
-        `kraft`             the controller and its brokers as one state machine: actions,
-                            rules, invariants
-    `spec.controller.kraft_scenarios`                       the KRaft scenarios (`MACHINE`,
-                                                            `SCENARIOS`)
+                                 answers it
+        `kraft_errors`           the error codes these answers use
+        `kraft`                  the controller and its brokers as one state machine:
+                                 actions, named rules, invariants, witnesses
+        `kraft_scenarios`        the KRaft scenarios (`MACHINE`, `SCENARIOS`)
 """
