@@ -7,7 +7,8 @@ What it is
     state into the plain `PartitionView` compared with the reference after every step.
 
 Why an adapter
-    `impl/` may not import the conformance suite (ARCHITECTURE.md's layout rules), so the
+    `impl/` may not import the conformance suite (the layout rules `tests/test_layout.py`
+    checks, on the documentation's architecture page), so the
     implementation has its own config and result types; this module maps them.
 """
 

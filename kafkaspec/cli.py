@@ -1,11 +1,11 @@
 """`kafkaspec`: the command-line entry point.
 
-Exit codes (ARCHITECTURE.md): 0 success / no violation / every outcome as expected,
-1 a violation or an unexpected outcome, 2 a usage or input error (one line on stderr, no
-traceback), 3 unknown (`verify`: a budget ran out), 70 an internal error, a bug in kafkaspec
-(EX_SOFTWARE of sysexits.h: one line on stderr naming the exception and what was being
-processed; the traceback goes to a file in the system's temporary folder, or to stderr with
-`kafkaspec --debug`). A crash must never read as a verdict to a script.
+Exit codes (the same for every command; the architecture page of `kafkaspec docs`): 0 success /
+no violation / every outcome as expected, 1 a violation or an unexpected outcome, 2 a usage or
+input error (one line on stderr, no traceback), 3 unknown (`verify`: a budget ran out), 70 an
+internal error, a bug in kafkaspec (EX_SOFTWARE of sysexits.h: one line on stderr naming the
+exception and what was being processed; the traceback goes to a file in the system's temporary
+folder, or to stderr with `kafkaspec --debug`). A crash must never read as a verdict to a script.
 """
 
 from __future__ import annotations

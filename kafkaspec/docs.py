@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import html
 import importlib
 import inspect
@@ -110,14 +111,64 @@ def _docstring(obj: object) -> str:
     return inspect.cleandoc(obj.__doc__) if isinstance(obj.__doc__, str) else ""
 
 
-def _columns_as_definitions(text: str) -> str:
+_TABLE_BORDER = re.compile(r"^\s*=+(\s+=+)+\s*$")
+
+
+def _in_simple_tables(lines: Sequence[str]) -> set[int]:
+    """The lines of the paragraphs that hold a reST simple table (a border of `===`)."""
+    inside: set[int] = set()
+    start = 0
+    for index in range(len(lines) + 1):
+        if index == len(lines) or not lines[index].strip():
+            if any(_TABLE_BORDER.match(line) for line in lines[start:index]):
+                inside.update(range(start, index))
+            start = index + 1
+    return inside
+
+
+def _docstring_as_rst(text: str) -> str:
+    """The spec's docstring conventions made reST: a section title that wraps onto a second
+    line becomes one line, a bullet list right after its paragraph gets the blank line reST
+    needs, and aligned two-column blocks become definition lists."""
+    lines = text.splitlines()
+    tables = _in_simple_tables(lines)
+    joined: list[str] = []
+    for index, line in enumerate(lines):
+        indent = len(line) - len(line.lstrip())
+        previous = joined[-1] if joined else ""
+        previous_indent = len(previous) - len(previous.lstrip())
+        following = lines[index + 1] if index + 1 < len(lines) else ""
+        title_continues = (
+            index not in tables
+            and line.strip()
+            and indent == 0
+            and previous.strip()
+            and previous_indent == 0
+            and following.startswith("    ")
+            and not previous.lstrip().startswith(("* ", "- "))
+        )
+        if title_continues:
+            joined[-1] = f"{previous} {line.strip()}"
+            continue
+        bullet = line.lstrip().startswith(("* ", "- ")) and index not in tables
+        previous_in_list = previous.lstrip().startswith(("* ", "- ")) or previous_indent > indent
+        if bullet and previous.strip() and not previous_in_list:
+            joined.append("")
+        joined.append(line)
+    return _columns_as_definitions(joined, _in_simple_tables(joined))
+
+
+def _columns_as_definitions(lines: Sequence[str], tables: set[int]) -> str:
     """Rewrite aligned two-column blocks (`ProducerSend      a producer appends ...`, with
     continuation lines indented to the second column), as the spec's module docstrings write
-    them, into reST definition lists; everything else is left as it is."""
-    lines = text.splitlines()
+    them, into reST definition lists; everything else (and simple tables) is left as it is."""
     result: list[str] = []
     index = 0
     while index < len(lines):
+        if index in tables:
+            result.append(lines[index])
+            index += 1
+            continue
         match = _COLUMN_LINE.match(lines[index])
         following = _COLUMN_LINE.match(lines[index + 1]) if index + 1 < len(lines) else None
         continues = index + 1 < len(lines) and lines[index + 1].startswith(" " * 8)
@@ -129,7 +180,7 @@ def _columns_as_definitions(text: str) -> str:
         column = len(lines[index]) - len(match["text"])
         if result and result[-1].strip():
             result.append("")
-        while index < len(lines):
+        while index < len(lines) and index not in tables:
             line = lines[index]
             match = _COLUMN_LINE.match(line)
             head = line[len(indent) : column - 1]
@@ -173,10 +224,10 @@ def rst_text(text: str) -> str:
     text = inspect.cleandoc(text)
     if not text:
         return ""
-    converted = _columns_as_definitions(text)
+    converted = _docstring_as_rst(text)
     if _parses_cleanly(converted):
         return converted
-    return "::\n\n" + textwrap.indent(text, "    ")
+    return ".. code-block:: text\n\n" + textwrap.indent(text, "    ")
 
 
 def first_sentence(text: str) -> str:
@@ -264,6 +315,12 @@ class MachineDoc:
     step_properties: Mapping[str, Callable[..., Any]]
     witnesses: Mapping[str, Callable[..., Any]]
     scenarios: tuple[Scenario[Any], ...]
+
+    def kind_of(self, name: str) -> str:
+        """Under which heading a property is documented: invariant, step or witness."""
+        if name in self.step_properties and name not in self.invariants:
+            return "step"
+        return "witness" if name in self.witnesses and name not in self.invariants else "invariant"
 
 
 def _named_callables(module: types.ModuleType, attribute: str) -> dict[str, Callable[..., Any]]:
@@ -591,7 +648,15 @@ def _module_page_name(module_name: str) -> str:
     return "modules/" + module_name.replace(".", "-")
 
 
+def _unwrapped(function: Callable[..., Any]) -> Callable[..., Any]:
+    """The function a `functools.partial` (e.g. an invariant bound to its configuration) calls."""
+    while isinstance(function, functools.partial):
+        function = function.func
+    return function
+
+
 def _property_section(machine: str, kind: str, name: str, function: Callable[..., Any]) -> str:
+    function = _unwrapped(function)
     return "\n".join(
         [
             f".. _{_label(machine, kind, name)}:\n",
@@ -794,7 +859,7 @@ def witness_traces(outcome: ScenarioOutcome[Any]) -> list[WitnessTrace]:
     return traces
 
 
-def scenario_page(outcome: ScenarioOutcome[Any], witnesses: Sequence[WitnessTrace]) -> str:
+def scenario_page(outcome: ScenarioOutcome[Any], witnesses: Sequence[WitnessTrace], doc: MachineDoc) -> str:
     """The page of one scenario."""
     scenario = outcome.scenario
     machine = scenario.machine
@@ -842,7 +907,9 @@ def scenario_page(outcome: ScenarioOutcome[Any], witnesses: Sequence[WitnessTrac
     out.append("The last column gives the machine's default where this scenario differs from it.\n")
     out.append(_table(("field", "--set key", "value", "default"), rows, "28 34 19 19"))
     out.append(_heading("Properties checked", "-"))
-    checked = [f"* :ref:`{name} <{_label(machine.name, 'invariant', name)}>`" for name in scenario.invariants]
+    checked = [
+        f"* :ref:`{name} <{_label(machine.name, doc.kind_of(name), name)}>`" for name in scenario.invariants
+    ]
     out.append("\n".join(checked) + "\n")
     if scenario.witnesses:
         out.append("Witnesses (states that must be reachable):\n")
@@ -903,8 +970,9 @@ def generate_pages(srcdir: Path, has_dot: bool, workers: int = 1) -> list[str]:
 
     machine_entries: list[tuple[str, str]] = []
     module_entries: list[tuple[str, str]] = []
+    docs = {id(machine): read_machine(machine, SCENARIOS) for machine in MACHINES}
     for machine in MACHINES:
-        doc = read_machine(machine, SCENARIOS)
+        doc = docs[id(machine)]
         write(f"machines/{machine.name}", machine_page(doc, diagram_graph(machine), has_dot))
         machine_entries.append((f"{machine.name}: {machine.title}", f"{machine.name}"))
         for module_name in machine.modules[1:]:
@@ -925,7 +993,7 @@ def generate_pages(srcdir: Path, has_dot: bool, workers: int = 1) -> list[str]:
     for scenario in SCENARIOS:
         outcome = run_scenario(scenario, workers=workers)
         witnesses = witness_traces(outcome) if outcome.result.violation is None else []
-        write(f"scenarios/{scenario.name}", scenario_page(outcome, witnesses))
+        write(f"scenarios/{scenario.name}", scenario_page(outcome, witnesses, docs[id(scenario.machine)]))
         scenario_entries.append(
             (f"{scenario.name} ({scenario.machine.name}, {scenario.expected})", scenario.name)
         )

@@ -1,1 +1,7 @@
-"""spark_checks: arrives with its own issue (see ARCHITECTURE.md)."""
+"""spark_checks: verification of client histories, locally or on Spark.
+
+Readers for Jepsen/Knossos EDN, Porcupine's logs, JSON Lines and Parquet (`readers`), the
+linearizability search (`linearizability`), Jepsen's Kafka anomaly checks (`kafka_checker`),
+the local and Spark engines (`engine`; only it and `spark_session` import pyspark) and the
+reports (`report`). `kafkaspec verify` is its command.
+"""

@@ -21,7 +21,7 @@ The algorithm (Wing & Gong 1993, Lowe 2017, as in Porcupine's ``checker.go`` and
       configurations already explored: the rest of the search depends on nothing else.
     * The history is linearizable when every call that must be placed has been.
 
-Semantics of outcomes (ARCHITECTURE.md, "Verification semantics")
+Semantics of outcomes (Jepsen's operation types, as Knossos and Porcupine read them)
     * ``ok`` calls must be linearized inside their interval.
     * ``info`` calls (and invocations that never completed) have no return entry: they may
       be linearized anywhere after their invocation, or left out, so they never block the

@@ -7,9 +7,10 @@ What it is
     * the ISR: a follower leaves when it has not caught up for `replica.lag.time.max.ms`
       (default 30 s) and rejoins when it has fetched up to the high watermark and to the
       start of the leader's current epoch (KAFKA-7128); the leader itself is always in it;
-    * the high watermark: HW := max(HW, min LEO over the ISR) (seed 003: "currentHW =
-      max{currentHW, min(LEO-1, ..., LEO-n)}"); a follower whose LEO the leader has not yet
-      learned in this epoch blocks the advance (KIP-320: follower state is reset on election);
+    * the high watermark: HW := max(HW, min LEO over the ISR) (Kafka's
+      `Partition.maybeIncrementLeaderHW`: the smallest LEO of the ISR, never lowered); a
+      follower whose LEO the leader has not yet learned in this epoch blocks the advance
+      (KIP-320: follower state is reset on election);
       a follower sets HW := min(leader HW in the fetch response, own LEO);
     * produce: `acks=0/1` are answered on append; `acks=all` is refused with
       NOT_ENOUGH_REPLICAS when the ISR is smaller than `min.insync.replicas` (nothing is

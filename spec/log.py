@@ -70,7 +70,8 @@ def records_from(log: ReplicaLog, offset: int) -> tuple[Record, ...]:
 def readable_records(log: ReplicaLog) -> tuple[tuple[int, Record], ...]:
     """What a consumer may read from this replica: (offset, record) below the high watermark.
 
-    Consumers never see offsets at or above the HW (seed 003: "高水位上的消息是不能被消费者消费的").
+    Consumers never see offsets at or above the HW (Kafka's documentation, Design, "Replication":
+    "Only committed messages are ever given out to the consumer").
     """
     visible = log.records[: max(0, log.high_watermark - log.log_start_offset)]
     return tuple((log.log_start_offset + index, record) for index, record in enumerate(visible))

@@ -8,9 +8,10 @@ What it is
 
 The two rules (selected by the `truncation` setting)
     `hw` (before Kafka 0.11): truncate to the follower's own high watermark. The follower's
-    HW lags the leader's by one fetch round (seed 003: "Follower 副本的高水位更新需要一轮额外的
-    拉取请求"), so this can remove committed records (KIP-101 scenario 1) or keep records
-    the new leader does not have at the same offset (KIP-101 scenario 2).
+    HW lags the leader's by one fetch round (it learns the leader's HW only in the next fetch
+    response, `ReplicaFetcherThread.processPartitionData`), so this can remove committed
+    records (KIP-101 scenario 1) or keep records the new leader does not have at the same
+    offset (KIP-101 scenario 2).
 
     `epoch` (KIP-101, corrected by KIP-279): the follower sends its latest leader epoch in an
     OffsetsForLeaderEpoch request; the leader answers the largest epoch it knows that is not

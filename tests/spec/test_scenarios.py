@@ -1,4 +1,4 @@
-"""Every named scenario settles as ARCHITECTURE.md says, with the counterexample it claims."""
+"""Every named scenario settles as its summary says, with the counterexample it claims."""
 
 from __future__ import annotations
 
