@@ -1307,6 +1307,27 @@ def elected_from_elr(state: KRaftState) -> bool:
     return state.history.elr_elections > 0
 
 
+def elected_from_elr_after_data_loss(state: KRaftState) -> bool:
+    """A record was committed, a broker lost records in a crash, and a leader was then
+    elected from the ELR (KIP-966's story)."""
+    history = state.history
+    return bool(history.committed) and history.lossy_crashes > 0 and history.elr_elections > 0
+
+
+def leader_behind_committed_expansion(state: KRaftState) -> bool:
+    """The controller committed an ISR expansion the leader has not yet heard of: the window
+    in which only the maximal ISR keeps the HW from passing the new member."""
+    partition = state.controller.partition
+    if not partition.has_leader:
+        return False
+    leader = state.brokers[partition.leader].leader
+    return (
+        leader is not None
+        and leader.leader_epoch == partition.leader_epoch
+        and not partition.isr <= leader.committed_isr
+    )
+
+
 def broker_reregistered(state: KRaftState) -> bool:
     """Some broker registered again, with a new broker epoch."""
     return any(
@@ -1361,6 +1382,8 @@ WITNESSES: dict[str, Witness] = {
     "record_committed": record_committed,
     "partition_offline": partition_offline,
     "elected_from_elr": elected_from_elr,
+    "elected_from_elr_after_data_loss": elected_from_elr_after_data_loss,
+    "leader_behind_committed_expansion": leader_behind_committed_expansion,
     "broker_reregistered": broker_reregistered,
     "duplicate_registration_refused": duplicate_registration_refused,
     "stale_broker_epoch_refused": stale_broker_epoch_refused,
