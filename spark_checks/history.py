@@ -1,6 +1,6 @@
 """The canonical history: operations as recorded, and calls (an invocation with its completion).
 
-A history is what clients saw, in the order it happened (ARCHITECTURE.md, "History format"):
+A history is what clients saw, in the order it happened (Jepsen's history format):
 one `Operation` per line of the canonical JSON Lines form, with Jepsen's semantics for `type`:
 
 * `invoke` - a process starts an operation;

@@ -4,8 +4,8 @@ This checker reimplements the analysis of Jepsen's Kafka workload (`jepsen.tests
 function `analysis` and the `*-cases` functions it calls; cycle search as in `elle.txn`). It
 is pure Python (no pyspark): Spark only partitions, ships and gathers.
 
-History shape (ARCHITECTURE.md, "History format")
--------------------------------------------------
+History shape (Jepsen's Kafka workload)
+---------------------------------------
 Values are lists of micro-operations: `["send", k, v]` completes as `["send", k, [offset, v]]`
 (offset may be null when unknown); `["poll"]` completes as `["poll", {k: [[offset, v], ...]}]`.
 `f` is `send`, `poll` or `txn` (any mix). `assign`/`subscribe` carry a list of keys and replace

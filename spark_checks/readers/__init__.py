@@ -35,8 +35,8 @@ Conventions (`SourceInfo.conventions`, a contract with the checkers): four keys.
 | Porcupine etcd log         | None       | absent        | no-effect      | unknown        |
 | Porcupine kv log           | "" per key | unconstrained | did-not-happen | did-not-happen |
 
-The canonical defaults are Jepsen's semantics (ARCHITECTURE.md: the canonical form follows
-Jepsen, so Jepsen histories map 1:1) with a nil initial value; they equal
+The canonical defaults are Jepsen's semantics (the canonical form follows Jepsen's history
+format, so Jepsen histories map 1:1) with a nil initial value; they equal
 `reference.models.DEFAULT_CONVENTIONS`, which the checkers use for any key a source leaves out.
 
 Sources: shared/histories/knossos/MANIFEST.tsv ("test-examples uses init 0"; multi-register

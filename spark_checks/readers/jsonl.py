@@ -1,4 +1,4 @@
-"""The canonical history form: JSON Lines, one operation per line (ARCHITECTURE.md, "History format").
+"""The canonical history form: JSON Lines, one operation per line, with Jepsen's fields.
 
 Each non-blank line is a JSON object with the fields
 
