@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from spec._frozen import replace
 from spec.controller import kraft
 from spec.controller.kraft import (
     NOT_REGISTERED,
@@ -28,7 +29,7 @@ from spec.controller.kraft import (
 )
 from spec.controller.kraft_brokers import BrokerControlState
 from spec.controller.kraft_errors import KafkaError
-from spec.controller.kraft_partitions import NO_LEADER
+from spec.controller.kraft_partitions import NO_LEADER, ElrRule, LeaderRecoveryState
 
 CONFIG = KRaftConfig(
     min_insync_replicas=1,
@@ -268,6 +269,34 @@ def test_a_request_from_a_previous_process_is_refused_with_stale_broker_epoch():
     assert KafkaError.STALE_BROKER_EPOCH in state.history.answers
     assert state.controller.partition.isr == {1}  # only the fence changed it
     assert state.controller.partition.leader == 1
+
+
+def test_a_heartbeat_with_a_stale_broker_epoch_changes_nothing():
+    state = run([ControllerFenceBroker(1)])
+    assert kraft.step(CONFIG, state, BrokerHeartbeat(1)) is not None  # its own epoch: unfenced
+    stale = replace(state, brokers=(state.brokers[0], replace(state.brokers[1], broker_epoch=0)))
+    assert refused(stale, BrokerHeartbeat(1))  # STALE_BROKER_EPOCH
+
+
+def test_unclean_election_elects_outside_the_isr_only_when_enabled():
+    opening: list[Action] = [
+        LeaderAlterPartition(0, 1, False),
+        ControllerAlterPartition(0),
+        BrokerCrash(0, 0),
+    ]
+    clean_config = replace(CONFIG, elr=ElrRule.DISABLED)
+    clean = run([*opening, ControllerFenceBroker(0)], clean_config)
+    assert clean.controller.partition.leader == NO_LEADER and clean.controller.partition.isr == {0}
+    with_elr = run([*opening, ControllerFenceBroker(0)])
+    assert with_elr.controller.partition.isr == frozenset() and with_elr.controller.partition.elr == {0}
+    unclean_config = replace(clean_config, unclean_leader_election=True)
+    unclean = run([*opening, ControllerFenceBroker(0)], unclean_config)
+    partition = unclean.controller.partition
+    assert (partition.leader, partition.isr) == (1, frozenset({1}))
+    assert partition.leader_recovery_state is LeaderRecoveryState.RECOVERING
+    assert unclean.history.unclean_elections == 1
+    assert not kraft.INVARIANTS["clean_elections_only"](clean_config, unclean)
+    assert kraft.INVARIANTS["clean_elections_only"](unclean_config, unclean)
 
 
 def test_an_answer_to_a_dead_process_is_dropped():
