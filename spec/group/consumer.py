@@ -40,6 +40,9 @@ Heartbeat epoch rules (`throwIfConsumerGroupHeartbeatRequestIsInvalid`,
     * rule `revocation_epoch`: a member that has revoked and must revoke again stays in
       UNREVOKED_PARTITIONS at epoch + 1 (`bump`, Kafka up to 4.1) or at its epoch (`keep`,
       Kafka 4.2+, KAFKA-19974);
+    * rule `static_rejoin`: a static member's epoch-0 join while its instance is active is
+      UNRELEASED_INSTANCE_ID (`replace`, Kafka 4.x), even from that instance's own consumer, or
+      handled in place like a dynamic member's (`in-place`, apache/kafka #23542);
     * rule `rejoin`: before KAFKA-19233 (fixed January 2026, apache/kafka #21305) the epoch-0
       rejoin of a member the coordinator still has went through the same check and was refused
       (`old`); now epoch 0 is always accepted (`fixed`).
@@ -94,6 +97,7 @@ Properties (`INVARIANTS`, `STEP_PROPERTIES`, and the stuck check `rebalance_comp
     * `epochs_are_ordered` (member <= assignment <= group epoch) and `epochs_only_grow`;
     * `no_zombie_commit`: a fenced or stale member's commit never lands; `no_false_fencing`:
       a legitimate commit is never refused (fails under the exact rule, KIP-1251);
+      `no_self_fencing`: a static consumer is never refused its own instance id;
     * `no_partition_processed_twice`: not a guarantee; a consumer fenced by a timeout goes on
       processing until it hears so, which is why commits are fenced;
     * `rebalance_completes`: no reachable state where consumers wait and none of the protocol's
@@ -161,6 +165,20 @@ class RevocationEpochRule(enum.Enum):
     __hash__ = object.__hash__
 
 
+class StaticRejoinRule(enum.Enum):
+    """What an epoch-0 join of a static member whose instance is still active gets: always
+    UNRELEASED_INSTANCE_ID, fatal for the client, even when it is that instance's own consumer
+    rejoining after a lost response or FENCED_MEMBER_EPOCH (`replace`, Kafka 4.x); or, when it is
+    the same member id, its member back as a dynamic member would (`in-place`, apache/kafka
+    #23542). One process per instance id runs at a time in this spec, so such a join always
+    comes from the member's own consumer."""
+
+    REPLACE = "replace"
+    IN_PLACE = "in-place"
+
+    __hash__ = object.__hash__
+
+
 class CommitEpochRule(enum.Enum):
     """How an OffsetCommit's member epoch is validated: equal to the member's (`exact`) or
     assignment epoch <= commit epoch <= member epoch (`range`, KIP-1251)."""
@@ -188,6 +206,7 @@ class ConsumerGroupConfig:
     rejoin: RejoinRule = RejoinRule.FIXED
     commit_rule: CommitEpochRule = CommitEpochRule.EXACT
     revocation_epoch: RevocationEpochRule = RevocationEpochRule.BUMP
+    static_rejoin: StaticRejoinRule = StaticRejoinRule.REPLACE
     commits: bool = False  # explore OffsetCommit from the consumers
     leaves: bool = False  # explore a consumer leaving with epoch -1 (once each)
     static_leaves: bool = False  # explore a static consumer leaving with epoch -2
@@ -311,6 +330,8 @@ class Event(enum.Enum):
     REVOKED_AGAIN = "a member that had revoked had to revoke more (a second revocation round)"
     PREVIOUS_EPOCH_ACCEPTED = "a heartbeat with the member's previous epoch was accepted (a bump was lost)"
     CLIENT_FENCED = "a consumer was told FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID"
+    SELF_FENCED = "a static consumer was refused its own instance id (UNRELEASED_INSTANCE_ID)"
+    STATIC_REJOINED_IN_PLACE = "a static consumer rejoined with epoch 0 and got its active member back"
     FENCED_MEMBER_REJOINED = "a fenced consumer rejoined and got an assignment"
     FENCED_WHILE_REVOKING = "the rebalance timeout fenced a member that was revoking"
     ZOMBIE_HOLDS_PARTITION = "a fenced consumer still owned a partition given to another member"
@@ -648,7 +669,14 @@ def handle_heartbeat(
             return coordinator, HeartbeatResponse(Errors.UNKNOWN_MEMBER_ID)
         member = new_member()
         group_epoch += 1  # a new subscription: the group epoch is bumped
-    elif epoch == JOIN_GROUP_MEMBER_EPOCH and is_static:
+    elif (
+        epoch == JOIN_GROUP_MEMBER_EPOCH
+        and is_static
+        and (
+            member.epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH
+            or config.static_rejoin is StaticRejoinRule.REPLACE
+        )
+    ):
         # getOrMaybeSubscribeStaticConsumerGroupMember: replace the instance iff it left with -2
         if member.epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             return coordinator, HeartbeatResponse(Errors.UNRELEASED_INSTANCE_ID)
@@ -838,6 +866,16 @@ def _exchange(
     member = coordinator.members[index]
     if response.error is Errors.NONE and previous is not None and 0 < request.member_epoch < previous.epoch:
         events.append(Event.PREVIOUS_EPOCH_ACCEPTED)
+    if response.error is Errors.UNRELEASED_INSTANCE_ID:
+        events.append(Event.SELF_FENCED)
+    if (
+        response.error is Errors.NONE
+        and config.is_static(index)
+        and request.member_epoch == JOIN_GROUP_MEMBER_EPOCH
+        and previous is not None
+        and previous.epoch > 0
+    ):
+        events.append(Event.STATIC_REJOINED_IN_PLACE)
     if (
         previous is not None
         and member is not None
@@ -1075,11 +1113,11 @@ def coordinator_session_timeout(
     config: ConsumerGroupConfig, state: GroupState, action: CoordinatorSessionTimeout
 ) -> GroupState | None:
     """The member's session expires (`scheduleConsumerGroupSessionTimeout`): it is fenced. For a
-    static member that left with -2 this is the designed end of its absence, enabled whenever
-    `max_session_timeouts` > 0 and not counted; for a consumer still running it is a false
-    suspicion (a long pause, a slow network), counted against the bound."""
+    static member that left with -2 this is the designed end of its absence, always enabled and
+    not counted; for a consumer still running it is a false suspicion (a long pause, a slow
+    network), bounded by `max_session_timeouts`."""
     member = state.coordinator.members[action.client]
-    if member is None or not config.max_session_timeouts:
+    if member is None:
         return None
     history = state.history
     if member.epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
@@ -1118,6 +1156,7 @@ class _ClientActions:
     heartbeat: tuple[Action, ...]  # ClientHeartbeat, and the lost / late variants when enabled
     handle: CoordinatorHandleHeartbeat
     revoke: ClientRevokePartitions
+    session_timeout: CoordinatorSessionTimeout
     commit: tuple[tuple[Action, ...], ...]  # per partition: commit at once, and late when enabled
     handle_commit: CoordinatorHandleCommit
     leave: tuple[Action, ...]  # ClientLeaveGroup / ClientStaticLeave when enabled
@@ -1161,6 +1200,7 @@ def _actions_of(config: ConsumerGroupConfig) -> tuple[_ClientActions, ...]:
                 tuple(heartbeat),
                 CoordinatorHandleHeartbeat(c),
                 ClientRevokePartitions(c),
+                CoordinatorSessionTimeout(c),
                 tuple(commit),
                 CoordinatorHandleCommit(c),
                 tuple(leave),
@@ -1192,8 +1232,11 @@ def candidate_actions(config: ConsumerGroupConfig, state: GroupState) -> Iterato
             yield from actions.restart
         if client.commit_in_flight is not None:
             yield actions.handle_commit
-        if members[index] is not None:
+        member = members[index]
+        if member is not None:
             yield from actions.timeouts
+            if member.epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH and not config.max_session_timeouts:
+                yield actions.session_timeout
 
 
 _ACTION_FUNCTIONS: dict[type, Callable[[ConsumerGroupConfig, GroupState, Any], GroupState | None]] = {
@@ -1324,6 +1367,14 @@ def no_zombie_commit(state: GroupState) -> bool:
     return Event.ZOMBIE_COMMIT_LANDED not in state.history.events
 
 
+def no_self_fencing(state: GroupState) -> bool:
+    """A static consumer is never refused its own group.instance.id: UNRELEASED_INSTANCE_ID, fatal
+    for the Java client, is for a second instance while the first has not left. Fails under the
+    `replace` rule when the instance's own consumer rejoins with epoch 0 after a lost response or
+    FENCED_MEMBER_EPOCH (apache/kafka #23542)."""
+    return Event.SELF_FENCED not in state.history.events
+
+
 def no_false_fencing(state: GroupState) -> bool:
     """A legitimate commit is never refused: a commit for a partition the member holds on the
     coordinator, with an epoch the member had, is accepted. Fails under the exact rule when the
@@ -1368,11 +1419,7 @@ def progress_actions(config: ConsumerGroupConfig, state: GroupState) -> Iterator
         yield CoordinatorHandleHeartbeat(c)
         yield ClientRevokePartitions(c)
         member = state.coordinator.members[c]
-        if (
-            member is not None
-            and member.epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH
-            and config.max_session_timeouts
-        ):
+        if member is not None and member.epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             yield CoordinatorSessionTimeout(c)
 
 
@@ -1399,6 +1446,7 @@ INVARIANTS: dict[str, Callable[[GroupState], bool]] = {
     "epochs_are_ordered": epochs_are_ordered,
     "no_zombie_commit": no_zombie_commit,
     "no_false_fencing": no_false_fencing,
+    "no_self_fencing": no_self_fencing,
 }
 """Every state invariant of the consumer group, by name (the stuck check `rebalance_completes`
 depends on the configuration and is built by `invariants_for`)."""

@@ -33,6 +33,7 @@ from spec.group.consumer import (
     RejoinRule,
     RevocationEpochRule,
     ServerAssignor,
+    StaticRejoinRule,
 )
 from spec.machines import Machine, Scenario, Setting, parse_bool, parse_choice, parse_count
 
@@ -57,6 +58,11 @@ SETTINGS: Mapping[str, Setting] = {
         "revocation_epoch",
         parse_choice(RevocationEpochRule),
         "epoch after a revocation when more must be revoked: bump (Kafka <= 4.1) or keep (4.2+, KAFKA-19974)",
+    ),
+    "static.rejoin.rule": Setting(
+        "static_rejoin",
+        parse_choice(StaticRejoinRule),
+        "epoch-0 join of an active static member: replace (Kafka 4.x) or in-place (apache/kafka #23542)",
     ),
     "commits": Setting("commits", parse_bool, "explore offset commits"),
     "leaves": Setting("leaves", parse_bool, "explore consumers leaving with epoch -1"),
@@ -188,6 +194,12 @@ def explain(name: str, state: GroupState) -> str:
             "a commit for a partition the member holds, at an epoch it had, was refused with "
             "STALE_MEMBER_EPOCH"
         )
+    if name == "no_self_fencing":
+        stopped = [str(i) for i, client in enumerate(state.clients) if client.status is ClientStatus.STOPPED]
+        return (
+            f"static consumer {', '.join(stopped)} rejoined with epoch 0 while its own member was active and got "
+            "UNRELEASED_INSTANCE_ID, a fatal error"
+        )
     if name == "no_zombie_commit":
         return "a commit landed for a partition the committer no longer holds on the coordinator"
     if name == "partition_epochs_consistent":
@@ -268,6 +280,35 @@ SCENARIOS: tuple[Scenario[ConsumerGroupConfig], ...] = (
         witnesses=("static_member_left", "static_member_returned", "partition_moved"),
         reference="KIP-848, KIP-345 (LEAVE_GROUP_STATIC_MEMBER_EPOCH)",
         max_depth=28,
+    ),
+    Scenario(
+        machine=CONSUMER_GROUP,
+        name="static-rejoin-unreleased",
+        summary="a static consumer's join response is lost; it retries with epoch 0 and the coordinator, "
+        "which cannot tell it from a second instance, answers UNRELEASED_INSTANCE_ID (fatal)",
+        config=ConsumerGroupConfig(static_members=1, max_lost_responses=1),
+        invariants=("no_self_fencing",),
+        expect_violation=True,
+        reference="apache/kafka #23542",
+        max_depth=20,
+    ),
+    Scenario(
+        machine=CONSUMER_GROUP,
+        name="static-rejoin-in-place",
+        summary="in-place rule: the static consumer's epoch-0 rejoin gets its active member back, after a "
+        "lost response or FENCED_MEMBER_EPOCH; leaving with -2 and returning still replaces the member",
+        config=ConsumerGroupConfig(
+            static_members=1,
+            static_rejoin=StaticRejoinRule.IN_PLACE,
+            static_leaves=True,
+            max_static_restarts=1,
+            max_lost_responses=2,
+        ),
+        invariants=(*_SAFETY, "no_self_fencing", "rebalance_completes"),
+        expect_violation=False,
+        witnesses=("static_rejoined_in_place", "static_member_returned", "client_fenced"),
+        reference="apache/kafka #23542, KIP-345",
+        max_depth=30,
     ),
     Scenario(
         machine=CONSUMER_GROUP,

@@ -40,6 +40,7 @@ from spec.group.consumer import (
     HeartbeatRequest,
     HeartbeatResponse,
     RejoinRule,
+    StaticRejoinRule,
     _with_member,
     apply_response,
     candidate_actions,
@@ -312,6 +313,26 @@ def test_static_instance_not_released() -> None:
     state = run(_STATIC, [ClientHeartbeat(0)])
     coordinator, response = handle_heartbeat(_STATIC, state.coordinator, 0, HeartbeatRequest(0, frozenset()))
     assert response.error is Errors.UNRELEASED_INSTANCE_ID and coordinator is state.coordinator
+
+
+@pytest.mark.parametrize(
+    ("rule", "status", "event"),
+    [
+        (StaticRejoinRule.REPLACE, ClientStatus.STOPPED, Event.SELF_FENCED),
+        (StaticRejoinRule.IN_PLACE, ClientStatus.MEMBER, Event.STATIC_REJOINED_IN_PLACE),
+    ],
+)
+def test_static_rejoin_after_a_lost_response(
+    rule: StaticRejoinRule, status: ClientStatus, event: Event
+) -> None:
+    """The static consumer's own retry with epoch 0: refused as if it were a second instance
+    (Kafka 4.x), or given its member back (apache/kafka #23542)."""
+    config = ConsumerGroupConfig(static_members=1, max_lost_responses=1, static_rejoin=rule)
+    state = run(config, [ClientHeartbeatResponseLost(0), ClientHeartbeat(0)])
+    assert state.clients[0].status is status and event in state.history.events
+    assert INVARIANTS["no_self_fencing"](state) is (rule is StaticRejoinRule.IN_PLACE)
+    member = state.coordinator.members[0]
+    assert member is not None and member.epoch == 1 and state.coordinator.group_epoch == 1
 
 
 @pytest.mark.parametrize(

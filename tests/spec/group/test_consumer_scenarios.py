@@ -20,6 +20,7 @@ from spec.machines import ConfigError, Scenario, run_scenario
 BY_NAME = {scenario.name: scenario for scenario in SCENARIOS}
 
 SHORTEST_TRACE = {
+    "static-rejoin-unreleased": 2,
     "consumer-zombie-processing": 5,
     "kafka-19233-rejoin-refused": 5,
     "kip-1251-exact-commit-fenced": 6,
@@ -28,6 +29,7 @@ SHORTEST_TRACE = {
 """The length of each counterexample scenario's shortest trace (breadth-first, so exact)."""
 
 VIOLATED = {
+    "static-rejoin-unreleased": "no_self_fencing",
     "consumer-zombie-processing": "no_partition_processed_twice",
     "kafka-19233-rejoin-refused": "rebalance_completes",
     "kip-1251-exact-commit-fenced": "no_false_fencing",
@@ -94,6 +96,7 @@ def test_settings_and_validation() -> None:
             "rejoin.rule": "old",
             "commit.epoch.rule": "range",
             "revocation.epoch.rule": "keep",
+            "static.rejoin.rule": "in-place",
             "max.lost.responses": "2",
         },
     )
@@ -104,6 +107,7 @@ def test_settings_and_validation() -> None:
     )
     assert changed.commit_rule is consumer.CommitEpochRule.RANGE
     assert changed.revocation_epoch is consumer.RevocationEpochRule.KEEP and changed.max_lost_responses == 2
+    assert changed.static_rejoin is consumer.StaticRejoinRule.IN_PLACE
     with pytest.raises(ConfigError):
         MACHINE.apply_overrides(config, {"rejoin.rule": "sometimes"})
     with pytest.raises(ConfigError):
