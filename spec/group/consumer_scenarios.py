@@ -197,8 +197,8 @@ def explain(name: str, state: GroupState) -> str:
     if name == "no_self_fencing":
         stopped = [str(i) for i, client in enumerate(state.clients) if client.status is ClientStatus.STOPPED]
         return (
-            f"static consumer {', '.join(stopped)} rejoined with epoch 0 while its own member was active and got "
-            "UNRELEASED_INSTANCE_ID, a fatal error"
+            f"static consumer {', '.join(stopped)} rejoined with epoch 0 while its own member was active "
+            "and got UNRELEASED_INSTANCE_ID, a fatal error"
         )
     if name == "no_zombie_commit":
         return "a commit landed for a partition the committer no longer holds on the coordinator"
