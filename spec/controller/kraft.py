@@ -68,6 +68,24 @@ behind the leader's log end may be deemed lagging), the leader-side ISR-eligibil
 KIP-841 (the controller's check is the authority; the filter only saves requests), fetch
 sessions, acks and consumers, directories, the PREFERRED election, topic deletion.
 
+Where the model departs from Kafka's code, and why
+    * A leader that replays an image whose partition epoch is no newer than the one its
+      pending AlterPartition was built on keeps the pending expansion in its maximal ISR.
+      Kafka's `Partition.makeLeader` accepts an equal partition epoch and resets to the
+      committed ISR, so an expansion still in flight can be committed by the controller
+      while the leader's maximal ISR lacks the new member; Kafka's HW then still waits for
+      it through `shouldWaitForReplicaToJoinIsr` (caught-up, ISR-eligible replicas), i.e.
+      for as long as `replica.lag.time.max.ms` counts it as caught up. The model, which has
+      no clock, keeps the expansion instead; with Kafka's reset the checker finds the
+      maximal-ISR invariant broken in 7 steps.
+    * The controller removes a broker that re-registers after an unclean shutdown from the
+      ISR and ELR whatever the ELR rule (Kafka does so from metadata version 3.7, with or
+      without ELR); without ELR the ISR keeps a last member anyway.
+    * The controlled-shutdown check compares with the brokers' actual replay positions, not
+      with the heartbeat manager's copy of them (which lags behind by one heartbeat).
+    * Versions: the PartitionChangeBuilder of Kafka 3.9/4.0 (last known leader recorded when
+      the ISR becomes empty; the simpler rule of apache/kafka PR 20629 is not modelled).
+
 Ghost state: `History` records what was committed and which faults and elections happened,
 so the invariants can say "never lost" and when Kafka promises it.
 """

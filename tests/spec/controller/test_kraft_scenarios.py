@@ -247,3 +247,22 @@ def test_rules_parse_from_their_set_keys():
     assert config.leader_isr is LeaderIsrRule.COMMITTED
     assert config.reassignment_target == (1, 0)
     assert MACHINE.validate(dataclasses.replace(config, reassignment_target=(5,))) is not None
+
+
+def test_kafkas_reset_on_an_equal_partition_epoch_opens_the_maximal_isr_window(monkeypatch):
+    """The departure documented in `spec.controller.kraft`: with `makeLeader`'s reset to the
+    committed ISR on an image of the same partition epoch, and no `shouldWaitForReplicaToJoinIsr`
+    (the model has no clock), the controller commits an expansion the leader's HW no longer
+    waits for: 7 steps."""
+    mutate(
+        monkeypatch,
+        kraft,
+        "_apply_image",
+        "elif leader.pending is not None and leader.pending.partition_epoch >= partition.partition_epoch:",
+        "elif False:",
+    )
+    violation = run_scenario(SCENARIOS_BY_NAME["kraft-maximal-isr"]).result.violation
+    assert violation is not None
+    assert (violation.property_name, len(violation.trace) - 1) == ("maximal_isr_covers_controller_isr", 7)
+    actions = [type(step.action).__name__ for step in violation.trace[1:]]
+    assert actions[-2:] == ["BrokerReplayMetadata", "ControllerAlterPartition"]
