@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spec._frozen import replace
 from spec.group.consumer import (
@@ -568,3 +570,61 @@ def test_stuck_check_on_kafka_19233() -> None:
         state = run(config, trace)
         assert invariants_for(config)["rebalance_completes"](state) is not stuck
     assert invariants_for(config)["rebalance_completes"](initial_state(config))  # waiting, but may move
+
+
+# --- candidate_actions offers every enabled action -----------------------------------------------
+
+_RICH = ConsumerGroupConfig(
+    members=3,
+    static_members=1,
+    commits=True,
+    leaves=True,
+    static_leaves=True,
+    max_static_restarts=1,
+    max_lost_responses=1,
+    max_late_heartbeats=1,
+    max_late_commits=1,
+    max_session_timeouts=1,
+    max_rebalance_timeouts=1,
+)
+
+
+def _every_action(config: ConsumerGroupConfig) -> list[Action]:
+    actions: list[Action] = []
+    for c in range(config.members):
+        actions += [
+            ClientHeartbeat(c),
+            ClientHeartbeatResponseLost(c),
+            ClientSendHeartbeat(c),
+            CoordinatorHandleHeartbeat(c),
+            ClientRevokePartitions(c),
+            CoordinatorHandleCommit(c),
+            ClientLeaveGroup(c),
+            ClientStaticLeave(c),
+            ClientStaticRestart(c),
+            CoordinatorSessionTimeout(c),
+            CoordinatorRebalanceTimeout(c),
+        ]
+        for p in range(config.partitions):
+            actions += [ClientCommitOffset(c, p), ClientSendCommit(c, p)]
+    return actions
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 10_000), max_size=30))
+def test_candidate_actions_offer_every_enabled_action(choices: list[int]) -> None:
+    """Along a random walk, every action `step` enables is among `candidate_actions` (the
+    checker only tries those), and every state keeps the coordinator's invariants."""
+    everything = _every_action(_RICH)
+    state = initial_state(_RICH)
+    for choice in choices:
+        offered = list(candidate_actions(_RICH, state))
+        enabled = [action for action in everything if step(_RICH, state, action) is not None]
+        assert set(enabled) <= set(offered)
+        if not enabled:
+            break
+        state_after = step(_RICH, state, enabled[choice % len(enabled)])
+        assert state_after is not None
+        for name in _COORDINATOR_SAFETY:
+            assert INVARIANTS[name](state_after), name
+        state = state_after
