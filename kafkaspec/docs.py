@@ -178,8 +178,9 @@ def _columns_as_definitions(lines: Sequence[str], tables: set[int]) -> str:
             continue
         indent = match["indent"]
         column = len(lines[index]) - len(match["text"])
-        if result and result[-1].strip():
-            result.append("")
+        previous = result[-1] if result else ""
+        if previous.strip() and len(previous) - len(previous.lstrip()) >= len(indent):
+            result.append("")  # after a paragraph; right after a term, the list is its definition
         while index < len(lines) and index not in tables:
             line = lines[index]
             match = _COLUMN_LINE.match(line)
