@@ -760,7 +760,11 @@ def internal_payload(error: BaseException, stage: str) -> bytes:
 
 def _error_payload(error: Exception) -> bytes:
     if isinstance(error, HistoryError):
-        return _dumps([error.position.line, error.message])
+        # A range knows no lines: the line of an error here is its operation's index + 1,
+        # which the engine locates in the file (`engine._located`).
+        position = error.position
+        line = position.index + 1 if position.index is not None else position.line
+        return _dumps([line, error.message])
     return _dumps([None, str(error)])
 
 

@@ -36,7 +36,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from spark_checks import distributed, readers
+from reference.models import resolve_conventions
+from spark_checks import distributed, linearizability, readers
 from spark_checks.checking import (
     CYCLES_PART,
     Budget,
@@ -163,17 +164,25 @@ def verify_history(
     plan = _plan(options, info, sample)
     stream: Iterator[Operation] = itertools.chain(sample, operations)
     kept: list[Operation] | None = None
-    if engine == "local" and info.format == "jsonl" and not (keep_history or general):
-        checked = verify_lines_here(plan, file, info, progress, where)
-    elif engine == "local":
-        if keep_history:
-            kept = []
-            stream = _tee_into(stream, kept)
-        checked = verify_local(plan, stream, str(file), progress, where)
-    else:
-        checked = verify_spark(
-            plan, file, info, stream, spark, options.master, progress, options.spark_range_bytes
-        )
+    try:
+        if engine == "local" and info.format == "jsonl" and not (keep_history or general):
+            checked = verify_lines_here(plan, file, info, progress, where)
+        elif engine == "local":
+            if keep_history:
+                kept = []
+                stream = _tee_into(stream, kept)
+            checked = verify_local(plan, stream, str(file), progress, where)
+        else:
+            checked = verify_spark(
+                plan, file, info, stream, spark, options.master, progress, options.spark_range_bytes
+            )
+    except HistoryError as error:
+        raise _located(error, file, info.format) from None
+    except ValueError:
+        bad = _first_bad_value(file, info.format, plan)
+        if bad is None:
+            raise
+        raise bad from None
     results = checked.results
     return HistoryReport(
         path=str(file),
@@ -344,14 +353,14 @@ def _jobs(
     """Run the distributed stages: one pass, and for a Kafka history a second over the parts
     that need the cross-key facts the first pass gathered (see `spark_checks.distributed`)."""
     gathered = job(None, False, None)
-    _raise_first_error(gathered, file, info)
+    _raise_first_error(gathered, file, info, plan)
     again = gathered.recheck()
     cycles = distributed.TRANSACTIONS in gathered.flags
     if plan.model == "kafka" and (again or cycles):
         if progress is not None:
             progress(f"checking {len(again)} parts again with the cross-key facts")
         second = job(frozenset(gathered.committed), cycles, again)
-        _raise_first_error(second, file, info)
+        _raise_first_error(second, file, info, plan)
         gathered.replace(second)
     return Checked(sorted(gathered.results, key=_result_order), gathered.operations, gathered.calls)
 
@@ -562,9 +571,66 @@ def _target_values(session: SparkSession, count: int) -> list[int]:
     return [first[number] for number in range(count)]
 
 
-def _raise_first_error(gathered: distributed.Gathered, file: Path, info: readers.SourceInfo) -> None:
+def _located(error: HistoryError, file: Path, fmt: str) -> HistoryError:
+    """`error` at its operation's line (or Parquet row) when it names only the operation's
+    index (an error found in a call: a check sees calls, not lines)."""
+    if error.position.index is None:
+        return error
+    return HistoryError(_position_of(file, fmt, error.position.index), error.message)
+
+
+def _position_of(file: Path, fmt: str, index: int) -> Position:
+    """Where the operation with `index` was read, by reading the history again (error paths
+    only); just the index when no operation has it."""
+    try:
+        for operation, position in readers.operation_positions(file, fmt):
+            if operation.index == index:
+                return position
+    except HistoryError:  # an earlier line is bad too: the index must do
+        pass
+    return Position(str(file), index=index)
+
+
+def _first_bad_value(file: Path, fmt: str, plan: Plan) -> HistoryError | None:
+    """The first call (in completion order) whose value the sequential model cannot hold (its
+    `prepare` raises ValueError: an integer where kv appends strings, a txn that is no list of
+    micro-operations), at the line of its completion (or invocation): a model's checks run on
+    calls, so the history is read again, on this error path only. None when no call is bad
+    (the ValueError came from elsewhere) or for Kafka, whose checks name the operation."""
+    model = linearizability.MODELS.get(plan.model)
+    if model is None:
+        return None
+    conventions = resolve_conventions(plan.conventions)
+    positions: dict[int, Position] = {}  # of the operations not yet paired into a call
+
+    def remembered() -> Iterator[Operation]:
+        for operation, position in readers.operation_positions(file, fmt):
+            positions[operation.index] = position
+            yield operation
+
+    try:
+        for call in pair_calls(remembered(), str(file)):
+            try:
+                model.prepare(call, conventions)
+            except ValueError as error:
+                at = call.complete_index if call.complete_index is not None else call.invoke_index
+                where = positions.get(at, Position(str(file), index=at))
+                return HistoryError(where, f"{call.f} invoked at index {call.invoke_index}: {error}")
+            positions.pop(call.invoke_index, None)
+            if call.complete_index is not None:
+                positions.pop(call.complete_index, None)
+    except HistoryError:
+        return None
+    return None
+
+
+def _raise_first_error(
+    gathered: distributed.Gathered, file: Path, info: readers.SourceInfo, plan: Plan
+) -> None:
     """Report a task's error as the local engine would: the first bad line, found by reading
-    the history here (streaming: the reader and the pairing hold one open call per process)."""
+    the history here (streaming: the reader and the pairing hold one open call per process),
+    or the first call whose value the model cannot hold; an error a task found in a call
+    names its operation's index (a range knows no lines), which the caller locates."""
     if gathered.internal:
         kind, message, stage, remote = gathered.internal[0]
         raise SparkTaskError(kind, message, stage, remote)
@@ -573,8 +639,11 @@ def _raise_first_error(gathered: distributed.Gathered, file: Path, info: readers
         return
     for _ in pair_calls(readers.open_history(file, info.format)[1], str(file)):
         pass
+    bad = _first_bad_value(file, info.format, plan)
+    if bad is not None:
+        raise bad
     line, message = error
-    raise HistoryError(Position(str(file), line=line), message)
+    raise HistoryError(Position(str(file), index=None if line is None else line - 1), message)
 
 
 def _result_order(result: CheckResult) -> str:

@@ -57,6 +57,9 @@ class Position:
     line: int | None = None
     offset: int | None = None
     row: int | None = None
+    index: int | None = None
+    """The operation with this index, where its line is not known (a check of calls sees no
+    lines): the engine replaces it with the operation's line or row by reading the file again."""
 
     def __str__(self) -> str:
         if self.line is not None:
@@ -65,6 +68,8 @@ class Position:
             return f"{self.file}: byte {self.offset}"
         if self.row is not None:
             return f"{self.file}: row {self.row}"
+        if self.index is not None:
+            return f"{self.file}: the operation with index {self.index}"
         return self.file
 
 
@@ -228,7 +233,7 @@ def pair_calls(operations: Iterable[Operation], source: str = UNNAMED) -> Iterat
             if operation.process in open_calls:
                 first = open_calls[operation.process]
                 raise HistoryError(
-                    Position(source, line=operation.index + 1),
+                    Position(source, index=operation.index),
                     f"process {operation.process!r} invokes {operation.f!r} while its {first.f!r} "
                     f"(index {first.index}) has not completed",
                 )
@@ -239,7 +244,7 @@ def pair_calls(operations: Iterable[Operation], source: str = UNNAMED) -> Iterat
             if operation.type is OpType.INFO:
                 continue  # e.g. a nemesis announcing a fault: not a client operation
             raise HistoryError(
-                Position(source, line=operation.index + 1),
+                Position(source, index=operation.index),
                 f"{operation.type.value} for process {operation.process!r} without an open invocation",
             )
         yield Call(

@@ -253,7 +253,7 @@ def _order(call: Call) -> int:
 def _malformed(call: Call, what: str) -> HistoryError:
     index = call.complete_index if call.complete_index is not None else call.invoke_index
     return HistoryError(
-        Position(UNNAMED, line=index + 1),
+        Position(UNNAMED, index=index),
         f"{call.f} by process {call.process!r} (index {index}): {what}",
     )
 

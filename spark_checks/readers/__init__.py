@@ -64,10 +64,16 @@ from spark_checks.readers._common import (
     SourceInfo,
     display_name,
 )
-from spark_checks.readers.edn import read_edn
-from spark_checks.readers.jsonl import read_jsonl, write_jsonl
+from spark_checks.readers.edn import edn_positions, read_edn
+from spark_checks.readers.jsonl import jsonl_positions, read_jsonl, write_jsonl
 from spark_checks.readers.parquet import MAGIC, open_parquet, write_parquet
-from spark_checks.readers.porcupine import kv_first_line, read_etcd_log, read_kv_log
+from spark_checks.readers.porcupine import (
+    etcd_log_positions,
+    kv_first_line,
+    kv_log_positions,
+    read_etcd_log,
+    read_kv_log,
+)
 
 __all__ = [
     "CANONICAL_CONVENTIONS",
@@ -77,6 +83,7 @@ __all__ = [
     "PORCUPINE_KV_CONVENTIONS",
     "SourceInfo",
     "open_history",
+    "operation_positions",
     "sniff_format",
     "write_jsonl",
     "write_parquet",
@@ -142,6 +149,23 @@ def sniff_format(path: str | os.PathLike[str]) -> str:
         Position(name, line=line_number),
         f"cannot tell the history format from the extension or the first bytes; supported: {SUPPORTED}",
     )
+
+
+def operation_positions(path: str | os.PathLike[str], fmt: str) -> Iterator[tuple[Operation, Position]]:
+    """The operations of a history (format `fmt`, as `open_history` found it) each with where
+    it was read: its line, or its row in Parquet. For error paths: an error found in a call
+    (a value the model cannot hold) is reported at its operation's line."""
+    name = display_name(path)
+    if fmt == "parquet":
+        _, operations = open_parquet(path)
+        return ((operation, Position(name, row=row)) for row, operation in enumerate(operations))
+    if fmt == "jsonl":
+        return jsonl_positions(path)
+    if fmt == "edn":
+        return edn_positions(path)
+    if kv_first_line(_first_line(_head(path, name))[0]):
+        return kv_log_positions(path)
+    return etcd_log_positions(path)
 
 
 def open_history(path: str | os.PathLike[str], fmt: str = "auto") -> tuple[SourceInfo, Iterator[Operation]]:

@@ -455,6 +455,15 @@ def read_edn(path: str | os.PathLike[str]) -> Iterator[Operation]:
         yield make_operation(value, ordinal, name, line, EXPECTED_OP)
 
 
+def edn_positions(path: str | os.PathLike[str]) -> Iterator[tuple[Operation, Position]]:
+    """`read_edn` with each operation's line (for locating an error found later)."""
+    name = display_name(path)
+    for ordinal, (value, line) in enumerate(iter_forms(read_file_chunks(path, name), name)):
+        if type(value) is not dict:
+            raise HistoryError(Position(name, line=line), f"{EXPECTED_OP}; got {_describe(value)}")
+        yield make_operation(value, ordinal, name, line, EXPECTED_OP), Position(name, line=line)
+
+
 def _describe(value: Any) -> str:
     if isinstance(value, list):
         return "a vector/list"

@@ -84,6 +84,18 @@ def read_jsonl(path: str | os.PathLike[str]) -> Iterator[Operation]:
                 ordinal += 1
 
 
+def jsonl_positions(path: str | os.PathLike[str]) -> Iterator[tuple[Operation, Position]]:
+    """`read_jsonl` with each operation's line (for locating an error found later)."""
+    name = display_name(path)
+    with open(path, "rb") as handle:
+        ordinal = 0
+        for line_number, raw in enumerate(handle, 1):
+            operation = parse_line(raw, ordinal, name, line_number)
+            if operation is not None:
+                yield operation, Position(name, line=line_number)
+                ordinal += 1
+
+
 def parse_line(raw: bytes, ordinal: int, name: str, line_number: int | None) -> Operation | None:
     """One line of a JSON Lines history as an Operation, or None for a blank line.
 

@@ -86,6 +86,11 @@ def _etcd_value(text: str | None, position: Position) -> tuple[Any, bool]:
 
 def read_etcd_log(path: str | os.PathLike[str]) -> Iterator[Operation]:
     """Stream the operations of a Porcupine etcd Jepsen log."""
+    return (operation for operation, _ in etcd_log_positions(path))
+
+
+def etcd_log_positions(path: str | os.PathLike[str]) -> Iterator[tuple[Operation, Position]]:
+    """The operations of a Porcupine etcd Jepsen log, each with its line."""
     name = display_name(path)
     with _open_lines(path, name) as lines:
         ordinal = 0
@@ -108,12 +113,17 @@ def read_etcd_log(path: str | os.PathLike[str]) -> Iterator[Operation]:
                 raise HistoryError(position, f"expected {ETCD_SHAPE!r}: {error}") from None
             if is_marker and (op_type is OpType.FAIL or op_type is OpType.INFO):
                 op_type, value = OpType.INFO, None  # e.g. :timed-out: the outcome is unknown
-            yield Operation(index=ordinal, process=process, type=op_type, f=raw_f[1:], value=value)
+            yield Operation(index=ordinal, process=process, type=op_type, f=raw_f[1:], value=value), position
             ordinal += 1
 
 
 def read_kv_log(path: str | os.PathLike[str]) -> Iterator[Operation]:
     """Stream the operations of a Porcupine kv log (one EDN map per line)."""
+    return (operation for operation, _ in kv_log_positions(path))
+
+
+def kv_log_positions(path: str | os.PathLike[str]) -> Iterator[tuple[Operation, Position]]:
+    """The operations of a Porcupine kv log, each with its line."""
     name = display_name(path)
     with _open_lines(path, name) as lines:
         ordinal = 0
@@ -132,7 +142,7 @@ def read_kv_log(path: str | os.PathLike[str]) -> Iterator[Operation]:
                 raise HistoryError(
                     position, f"unknown Porcupine kv line shape: expected {KV_SHAPE}; got {_clip(text)!r}"
                 )
-            yield make_operation(forms[0], ordinal, name, line_number, f"expected {KV_SHAPE}")
+            yield make_operation(forms[0], ordinal, name, line_number, f"expected {KV_SHAPE}"), position
             ordinal += 1
 
 

@@ -255,18 +255,19 @@ def test_corrupt_parquet_is_one_line_and_never_aborts(tmp_path):
 def test_an_integer_where_kv_appends_strings(tmp_path):
     ops = [dict(op) for op in KV_OPS]
     ops[0]["value"] = ops[1]["value"] = 5
-    message = "kv model: append takes a string; got 5"
+    message = "append invoked at index 0: kv model: append takes a string; got 5"
     path = jsonl(tmp_path / "kv.jsonl", ops)
-    assert_input_error(verify(path), f"{path}:", message)
+    assert_input_error(verify(path), f"{path}:2:", message)
     path = parquet_of(tmp_path / "kv.parquet", ops)
-    assert_input_error(verify(path), f"{path}:", message)
+    assert_input_error(verify(path), f"{path}: row 1:", message)
     log = tmp_path / "kv.txt"
     log.write_text(
         '{:process 0, :type :invoke, :f :append, :key "k", :value 5}\n'
         '{:process 0, :type :ok, :f :append, :key "k", :value 5}\n',
         "utf-8",
     )
-    assert_input_error(verify(log), f"{log}:", message)
+    assert_input_error(verify(log), f"{log}:2:", message)
+    assert_input_error(verify(log, "--report", str(tmp_path / "kv.html")), f"{log}:2:", message)
 
 
 @pytest.mark.parametrize("model", ["multi-register", "kafka"])
@@ -277,12 +278,12 @@ def test_an_integer_where_a_transactions_micro_operations_belong(tmp_path, model
     ]
     path = jsonl(tmp_path / "txn.jsonl", ops)
     run = verify(path, "--model", model)
-    assert_input_error(run, f"{path}", "txn")
+    assert_input_error(run, f"{path}:2:", "txn")
     edn = tmp_path / "txn.edn"
     edn.write_text(
         "[{:process 0, :type :invoke, :f :txn, :value 7}\n {:process 0, :type :ok, :f :txn, :value 7}]"
     )
-    assert_input_error(verify(edn, "--model", model), f"{edn}", "txn")
+    assert_input_error(verify(edn, "--model", model), f"{edn}:2:", "txn")
 
 
 @pytest.mark.parametrize(
@@ -297,7 +298,7 @@ def test_an_integer_where_a_kafka_poll_result_belongs(tmp_path, poll_result):
     ]
     path = jsonl(tmp_path / "poll.jsonl", ops)
     assert_input_error(verify(path, "--model", "kafka"), f"{path}:4:", "poll by process 1")
-    assert_input_error(verify(path, "--model", "kafka-log"), f"{path}:", "poll")
+    assert_input_error(verify(path, "--model", "kafka-log"), f"{path}:4:", "poll")
 
 
 # ---------------------------------------------------------------------------------------
@@ -432,3 +433,31 @@ def test_a_bug_in_a_spark_task_is_a_task_error_not_bad_input(tmp_path, spark):
     ) as caught:
         verify_spark(Plan(model="no-such-model"), path, info, operations, spark)
     assert any("Traceback in the Spark task" in note for note in caught.value.__notes__)
+
+
+@pytest.mark.parametrize("engine", ["local", pytest.param("spark", marks=pytest.mark.spark)])
+def test_an_error_found_in_a_call_names_the_line_it_was_read_on(tmp_path, engine, request):
+    if engine == "spark":
+        request.getfixturevalue("spark")
+    edn = tmp_path / "maps.edn"  # op maps over two lines each: an operation's index is not its line
+    edn.write_text(
+        '[{:process 0,\n  :type :invoke, :f :append, :key "k", :value "a"}\n'
+        ' {:process 0,\n  :type :ok, :f :append, :key "k", :value "a"}\n'
+        ' {:process 1,\n  :type :invoke, :f :get, :key "k", :value nil}\n'
+        ' {:process 1,\n  :type :ok, :f :get, :key "k", :value 7}\n'
+        ' {:process 1,\n  :type :invoke, :f :get, :key "k", :value nil}\n'
+        ' {:process 1,\n  :type :invoke, :f :get, :key "k", :value nil}]\n',
+        "utf-8",
+    )
+    text = edn.read_text("utf-8")
+    bad_value = tmp_path / "value.edn"
+    bad_value.write_text(text[: text.index(" {:process 1,\n  :type :invoke", text.index(":value 7"))] + "]\n")
+    run = verify(bad_value, "--model", "kv", engine=engine)
+    assert_input_error(
+        run, f"{bad_value}:7:", "get invoked at index 2: kv model: a get returns a string; got 7"
+    )
+    edn.write_text(text.replace(":value 7", ':value "a"'), "utf-8")
+    run = verify(edn, "--model", "kv", engine=engine)
+    assert_input_error(
+        run, f"{edn}:11:", "process 1 invokes 'get' while its 'get' (index 4) has not completed"
+    )
