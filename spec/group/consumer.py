@@ -58,10 +58,10 @@ Offset commits (`ConsumerGroup.validateOffsetCommit`)
 Timers
     Time is abstracted to "expired or not": an armed timer may expire at any moment, since
     nothing bounds message delays against timeouts. The session timeout
-    (`group.consumer.session.timeout.ms`) may expire for any member (bounded by
-    `max_session_timeouts`); it is how a static member that left and never returned is
-    removed. The rebalance timeout is armed when a member enters UNREVOKED_PARTITIONS and fences
-    it if it is still at that epoch when it fires.
+    (`group.consumer.session.timeout.ms`) removes a static member that left with -2 and did not
+    return (always explored), and may expire for a running consumer too, a false suspicion
+    after a pause (bounded by `max_session_timeouts`). The rebalance timeout is armed when a
+    member enters UNREVOKED_PARTITIONS and fences it if it is still at that epoch when it fires.
 
 What the consumer does (the client's view, `ConsumerMembershipManager`)
     A client knows only what the coordinator's responses told it: its member epoch, its latest

@@ -5,13 +5,22 @@ shortest is printed step by step) or none exists within the bound, in which case
 show that the interesting states (a partition moving, a member fenced while revoking, a zombie's
 commit refused) were reached, so the pass is not vacuous.
 
-Two are Kafka bugs, each checked under the old and the new rule:
+Four are Kafka bugs or rule changes, each checked under the old and the new rule:
 
 * KAFKA-19233: a consumer fenced with FENCED_MEMBER_EPOCH while the coordinator still has its
-  member rejoins with epoch 0 and, before the fix, is refused for as long as its session lasts;
+  member rejoins with epoch 0 and, before the fix, is refused for as long as its session lasts
+  (`kafka-19233-rejoin-refused`, `kafka-19233-rejoin-fixed`);
 * KIP-1251 (KAFKA-19779, KAFKA-20066): exact epoch equality refuses a legitimate commit made
   before the consumer heard of its bumped epoch; assignment epoch <= commit epoch <= member epoch
-  accepts it and still refuses zombies.
+  accepts it and still refuses zombies (`kip-1251-exact-commit-fenced`, `kip-1251-range-commit`);
+* KAFKA-19974 (Kafka 4.2) keeps a member's epoch across two revocation rounds; with the exact
+  commit rule a commit sent in the first round then lands after the partition went to another
+  member (`kafka-19974-exact-zombie-commit`); up to 4.1 the epoch moved on
+  (`consumer-two-revocation-rounds`) and KIP-1251's rule closes it again
+  (`kafka-19974-range-commit`);
+* apache/kafka #23542: a static consumer retrying its join with epoch 0 after a lost response
+  gets UNRELEASED_INSTANCE_ID, fatal, for its own instance id (`static-rejoin-unreleased`);
+  handled in place it gets its member back (`static-rejoin-in-place`).
 
 There is no symmetry reduction: consumers are not interchangeable (the assignors order members
 by id, static consumers come first in `range`, and only some consumers are static).
