@@ -47,8 +47,8 @@ Budget
     configurations and ``max_memory_bytes`` of cache, estimated from the sizes of the cached
     bit sets and model states (so a kv history whose appended values grow long is bounded by
     memory, not only by the number of states). When any runs out the verdict is ``unknown``
-    with the reason, never a guess. The clock is read every `_TIME_CHECK_EVERY` steps of the
-    walk, not only when the cache grows (a walk through cached configurations adds nothing).
+    with the reason, never a guess. The clock is read every `_TIME_CHECK_EVERY` cache insertions
+    and as often when backtracking (a walk through cached configurations adds nothing).
     Freeing the cache costs time too (about 0.7 us per entry measured here: 1.4 s for 2
     million kv entries, which made ``--max-seconds`` overshoot by 4-15 s with the old
     unbounded cache), so the search stops early enough to free it before the deadline.
@@ -83,7 +83,7 @@ MODELS: Final[dict[str, SequentialModel[Any]]] = {name: cls() for name, cls in M
 """The sequential models by name: register, cas-register, kv, multi-register, mutex, fifo-queue,
 kafka-log (see `reference.models`)."""
 
-_TIME_CHECK_EVERY: Final = 64  # steps of the walk between two looks at the clock
+_TIME_CHECK_EVERY: Final = 256  # cache insertions, or backtracks, between two looks at the clock
 DEFAULT_MAX_MEMORY_BYTES: Final = 512 * 1024 * 1024
 """The default cache budget per partition: with the interpreter and the history this keeps a
 check under 1 GB of resident memory (c50-bad measured 2.8 GB at the default time budget
@@ -92,7 +92,8 @@ _ENTRY_OVERHEAD_BYTES: Final = 56 + 64
 """Per cached configuration besides its bit set and state: the (bits, state) tuple (56 bytes)
 and its share of the set's table (16-byte slots, kept at most 60% full and doubled when full:
 up to 4 slots per entry)."""
-_RELEASE_SECONDS_PER_ENTRY: Final = 1e-6
+_OUT_OF_TIME: Final = "time budget exhausted"
+_RELEASE_SECONDS: Final = 1e-6
 """What freeing one cache entry costs: 0.7 us measured on the 2-core machine (2 million
 (bits, str) entries freed in 1.44 s), rounded up. The search stops this much per entry before
 its deadline so that the cache is freed by then (an abandoned cache cannot be dropped more
@@ -402,21 +403,28 @@ def _search(problem: _Problem, step: Any, initial: Any, budget: _SearchBudget) -
     explored = 0
     perf_counter = time.perf_counter
     stop_at, max_states, max_bytes = budget.stop_at, budget.max_states, budget.max_memory_bytes
-    getsizeof = sys.getsizeof
-    # Strings, numbers and booleans are measured by `getsizeof`; tuples and the like one level down.
-    state_bytes = getsizeof if initial.__class__ in (str, bytes, int, bool, type(None)) else _nested_bytes
+    # Strings, numbers and booleans are measured by `getsizeof`; tuples and the like one level
+    # down. A cached bit set has at most n bits: its size is bounded once, not measured each time.
+    state_bytes = sys.getsizeof if initial.__class__ in (str, bytes, int, bool, type(None)) else _nested_bytes
+    entry_bytes = _ENTRY_OVERHEAD_BYTES + sys.getsizeof(1 << n)
+    # The budgets are looked at when `explored` reaches `next_look` (one compare per insertion):
+    # every `_TIME_CHECK_EVERY` insertions, sooner when the cache's memory is close to its budget.
+    # The entries since the last look are weighed by the state just cached (states grow along a
+    # path, so this errs high), and the next look comes before half the room left can be used.
     cache_bytes = 0
-    ticks = _TIME_CHECK_EVERY
+    looked_at = 0
+    next_look = min(1, max_states + 1)
+    backtracks = 0
+    clock_mask = _TIME_CHECK_EVERY - 1
 
     node = nxt[head]
     while True:
-        ticks -= 1
-        if not ticks:
-            ticks = _TIME_CHECK_EVERY
-            # Stop early enough to free the cache before the deadline.
-            if perf_counter() + explored * _RELEASE_SECONDS_PER_ENTRY > stop_at:
-                return _SearchResult(Verdict.UNKNOWN, best.order, explored, reason="time budget exhausted")
         if is_return[node]:
+            # Backtracking through cached configurations adds nothing to the cache: the clock
+            # is read here too (stopping early enough to free the cache before the deadline).
+            backtracks += 1
+            if not backtracks & clock_mask and perf_counter() + explored * _RELEASE_SECONDS > stop_at:
+                return _SearchResult(Verdict.UNKNOWN, best.order, explored, reason=_OUT_OF_TIME)
             # The call completing here had to be linearized before anything later: dead end.
             depth = total_required - remaining
             if depth > best_depth:
@@ -458,15 +466,23 @@ def _search(problem: _Problem, step: Any, initial: Any, budget: _SearchBudget) -
                 if key not in cache:
                     cache_add(key)
                     explored += 1
-                    cache_bytes += _ENTRY_OVERHEAD_BYTES + getsizeof(key[0]) + state_bytes(new_state)
-                    if explored > max_states or cache_bytes > max_bytes:
-                        reason = (
-                            f"state budget of {max_states} states exhausted"
-                            if explored > max_states
-                            else f"memory budget of {_megabytes(max_bytes)} exhausted "
-                            f"({explored} cached states, about {_megabytes(cache_bytes)})"
-                        )
-                        return _SearchResult(Verdict.UNKNOWN, best.order, explored, reason=reason)
+                    if explored >= next_look:
+                        if explored > max_states:
+                            reason = f"state budget of {max_states} states exhausted"
+                            return _SearchResult(Verdict.UNKNOWN, best.order, explored, reason=reason)
+                        weight = entry_bytes + state_bytes(new_state)
+                        cache_bytes += (explored - looked_at) * weight
+                        looked_at = explored
+                        if cache_bytes > max_bytes:
+                            reason = (
+                                f"memory budget of {_megabytes(max_bytes)} exhausted "
+                                f"({explored} cached states, about {_megabytes(cache_bytes)})"
+                            )
+                            return _SearchResult(Verdict.UNKNOWN, best.order, explored, reason=reason)
+                        if perf_counter() + explored * _RELEASE_SECONDS > stop_at:
+                            return _SearchResult(Verdict.UNKNOWN, best.order, explored, reason=_OUT_OF_TIME)
+                        room = (max_bytes - cache_bytes) // (2 * weight)
+                        next_look = min(explored + max(1, min(_TIME_CHECK_EVERY, room)), max_states + 1)
                     push_call(i)
                     push_state(state)
                     linearized = key[0]
