@@ -64,14 +64,6 @@ class Budget:
         if math.isnan(self.deadline):
             raise ValueError("the deadline must be a time, got nan")
 
-    @classmethod
-    def from_now(
-        cls, seconds: float, max_memory_bytes: int = linearizability.DEFAULT_MAX_MEMORY_BYTES
-    ) -> Budget:
-        """A budget for a whole verification that must end `seconds` from now."""
-        linearizability.check_budget(seconds, 1, max_memory_bytes)
-        return cls(max_seconds=seconds, max_memory_bytes=max_memory_bytes, deadline=time.time() + seconds)
-
 
 @dataclass(frozen=True)
 class KafkaContext:
