@@ -18,7 +18,9 @@ The coordinator's epochs
     * each **member epoch** says which target the member has reconciled to; members converge
       one heartbeat at a time (`spec.group.consumer_reconciliation`: STABLE,
       UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS), and a member moves to a newer epoch only
-      after its client has revoked what the new target takes away;
+      after its client has revoked what the new target takes away. Rule `revocation_epoch`: a
+      member that has revoked and must revoke again stays in UNREVOKED_PARTITIONS at epoch + 1
+      (`bump`, Kafka up to 4.1) or at its epoch (`keep`, Kafka 4.2+, KAFKA-19974);
     * each **partition epoch** (`ConsumerGroup.currentPartitionEpoch`) is the epoch of the member
       that holds the partition (assigned or pending revocation); a partition is given to a member
       only when no other member holds it, so under this protocol it is the *coordinator* that
@@ -37,9 +39,6 @@ Heartbeat epoch rules (`throwIfConsumerGroupHeartbeatRequestIsInvalid`,
       loses its partitions without committing and rejoins with epoch 0 ...
     * ... except the member's *previous* epoch when the owned partitions are a subset of its
       assignment: the response carrying the bumped epoch may have been lost;
-    * rule `revocation_epoch`: a member that has revoked and must revoke again stays in
-      UNREVOKED_PARTITIONS at epoch + 1 (`bump`, Kafka up to 4.1) or at its epoch (`keep`,
-      Kafka 4.2+, KAFKA-19974);
     * rule `static_rejoin`: a static member's epoch-0 join while its instance is active is
       UNRELEASED_INSTANCE_ID (`replace`, Kafka 4.x), even from that instance's own consumer, or
       handled in place like a dynamic member's (`in-place`, apache/kafka #23542);
@@ -102,6 +101,12 @@ Properties (`INVARIANTS`, `STEP_PROPERTIES`, and the stuck check `rebalance_comp
       processing until it hears so, which is why commits are fenced;
     * `rebalance_completes`: no reachable state where consumers wait and none of the protocol's
       own actions can move them on (KAFKA-19233 under the old rule).
+
+Reading the code
+    `@fast_init`, `@cache_hash`, `replace` and `@memoized` come from `spec._frozen` and only make
+    the model checker's copies cheaper (see `spec.partition`). `handle_heartbeat`,
+    `target_assignment` and `_observe` are memoized pure functions: code that patches a function
+    they call (a mutation test) must clear their caches (`cache_clear()`).
 
 Ghost state
     `History` is not part of Kafka: the bounds' counters and the facts the invariants and
