@@ -78,7 +78,9 @@ Messages
     (`ClientSendHeartbeat` then `CoordinatorHandleHeartbeat`, while the client goes on revoking
     and committing). A client has one heartbeat in flight at a time, as Kafka's
     `HeartbeatRequestManager`. Offset commits are handled at once (`ClientCommitOffset`) or later
-    (`ClientSendCommit` then `CoordinatorHandleCommit`: a retry after a disconnect).
+    (`ClientSendCommit` then `CoordinatorHandleCommit`: a retry after a disconnect), possibly
+    retried with the newest epoch the consumer has heard of in between (`ClientRetryCommit`, as
+    Kafka's `CommitRequestManager` stamps every attempt).
 
 What is abstracted
     One topic, one group, no subscription changes other than joining and leaving, no regex
@@ -221,6 +223,7 @@ class ConsumerGroupConfig:
     max_session_timeouts: int = 0  # bound: session expiries
     max_rebalance_timeouts: int = 0  # bound: rebalance (revocation) timeouts that fence
     max_late_commits: int = 0  # bound: offset commits handled later than sent
+    restamped_retries: bool = False  # explore a late commit retried with the consumer's newest epoch
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
     def is_static(self, client: int) -> bool:
@@ -469,6 +472,16 @@ class ClientSendCommit:
 
 @fast_init
 @dataclass(frozen=True, slots=True)
+class ClientRetryCommit:
+    """`client`'s commit in flight failed (STALE_MEMBER_EPOCH, a timeout) and is sent again with
+    the newest member epoch the consumer knows (`CommitRequestManager` rebuilds each attempt with
+    `memberInfo.memberEpoch`), its offsets unchanged."""
+
+    client: int
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
 class CoordinatorHandleCommit:
     """The coordinator handles `client`'s OffsetCommit in flight."""
 
@@ -524,6 +537,7 @@ Action = (
     | ClientRevokePartitions
     | ClientCommitOffset
     | ClientSendCommit
+    | ClientRetryCommit
     | CoordinatorHandleCommit
     | ClientLeaveGroup
     | ClientStaticLeave
@@ -1033,6 +1047,21 @@ def client_send_commit(
     )
 
 
+def client_retry_commit(
+    config: ConsumerGroupConfig, state: GroupState, action: ClientRetryCommit
+) -> GroupState | None:
+    """The commit in flight is sent again stamped with the consumer's newest epoch (only while it
+    is a member; explored when `restamped_retries`)."""
+    client = state.clients[action.client]
+    commit = client.commit_in_flight
+    if not config.restamped_retries or commit is None or client.status is not ClientStatus.MEMBER:
+        return None
+    if commit.member_epoch == client.epoch:
+        return None
+    client = replace(client, commit_in_flight=replace(commit, member_epoch=client.epoch))
+    return _with_client(state, action.client, client)
+
+
 def coordinator_handle_commit(
     config: ConsumerGroupConfig, state: GroupState, action: CoordinatorHandleCommit
 ) -> GroupState | None:
@@ -1164,6 +1193,7 @@ class _ClientActions:
     session_timeout: CoordinatorSessionTimeout
     commit: tuple[tuple[Action, ...], ...]  # per partition: commit at once, and late when enabled
     handle_commit: CoordinatorHandleCommit
+    retry_commit: tuple[Action, ...]
     leave: tuple[Action, ...]  # ClientLeaveGroup / ClientStaticLeave when enabled
     restart: tuple[Action, ...]
     timeouts: tuple[Action, ...]  # session and rebalance timeouts when enabled
@@ -1208,6 +1238,7 @@ def _actions_of(config: ConsumerGroupConfig) -> tuple[_ClientActions, ...]:
                 CoordinatorSessionTimeout(c),
                 tuple(commit),
                 CoordinatorHandleCommit(c),
+                (ClientRetryCommit(c),) if config.restamped_retries else (),
                 tuple(leave),
                 tuple(restart),
                 tuple(timeouts),
@@ -1237,6 +1268,7 @@ def candidate_actions(config: ConsumerGroupConfig, state: GroupState) -> Iterato
             yield from actions.restart
         if client.commit_in_flight is not None:
             yield actions.handle_commit
+            yield from actions.retry_commit
         member = members[index]
         if member is not None:
             yield from actions.timeouts
@@ -1252,6 +1284,7 @@ _ACTION_FUNCTIONS: dict[type, Callable[[ConsumerGroupConfig, GroupState, Any], G
     ClientRevokePartitions: client_revoke_partitions,
     ClientCommitOffset: client_commit_offset,
     ClientSendCommit: client_send_commit,
+    ClientRetryCommit: client_retry_commit,
     CoordinatorHandleCommit: coordinator_handle_commit,
     ClientLeaveGroup: client_leave_group,
     ClientStaticLeave: client_static_leave,
@@ -1527,6 +1560,7 @@ __all__ = [
     "ClientHeartbeat",
     "ClientHeartbeatResponseLost",
     "ClientLeaveGroup",
+    "ClientRetryCommit",
     "ClientRevokePartitions",
     "ClientSendCommit",
     "ClientSendHeartbeat",

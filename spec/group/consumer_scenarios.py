@@ -13,6 +13,9 @@ Four are Kafka bugs or rule changes, each checked under the old and the new rule
 * KIP-1251 (KAFKA-19779, KAFKA-20066): exact epoch equality refuses a legitimate commit made
   before the consumer heard of its bumped epoch; assignment epoch <= commit epoch <= member epoch
   accepts it and still refuses zombies (`kip-1251-exact-commit-fenced`, `kip-1251-range-commit`);
+  and the exact rule lets a zombie's commit through when the consumer retries a commit made
+  before a revocation with the epoch it learned since, as Kafka's client stamps every attempt
+  (`kip-1251-restamped-retry-exact`, `kip-1251-restamped-retry-range`);
 * KAFKA-19974 (Kafka 4.2) keeps a member's epoch across two revocation rounds; with the exact
   commit rule a commit sent in the first round then lands after the partition went to another
   member (`kafka-19974-exact-zombie-commit`); up to 4.1 the epoch moved on
@@ -87,6 +90,9 @@ SETTINGS: Mapping[str, Setting] = {
     ),
     "max.late.commits": Setting(
         "max_late_commits", parse_count(0, 3), "bound on offset commits handled after the consumer moved on"
+    ),
+    "restamped.retries": Setting(
+        "restamped_retries", parse_bool, "explore late commits retried with the consumer's newest epoch"
     ),
     "max.session.timeouts": Setting("max_session_timeouts", parse_count(0, 3), "bound on session expiries"),
     "max.rebalance.timeouts": Setting(
@@ -429,6 +435,30 @@ SCENARIOS: tuple[Scenario[ConsumerGroupConfig], ...] = (
         expect_violation=False,
         witnesses=("revoked_again", "zombie_commit_refused", "group_stable"),
         reference="KIP-848 (CurrentAssignmentBuilder), KAFKA-19974",
+        max_depth=30,
+    ),
+    Scenario(
+        machine=CONSUMER_GROUP,
+        name="kip-1251-restamped-retry-exact",
+        summary="exact rule (epoch bumped after a revocation): a commit made before a revocation is retried "
+        "with the epoch the consumer learned since, and lands after the partition went to another member",
+        config=ConsumerGroupConfig(commits=True, max_late_commits=1, restamped_retries=True),
+        invariants=("no_zombie_commit",),
+        expect_violation=True,
+        reference="KIP-1251 (zombie commits)",
+        max_depth=20,
+    ),
+    Scenario(
+        machine=CONSUMER_GROUP,
+        name="kip-1251-restamped-retry-range",
+        summary="range rule: the restamped retry is refused, the partition being no longer the member's",
+        config=ConsumerGroupConfig(
+            commit_rule=CommitEpochRule.RANGE, commits=True, max_late_commits=1, restamped_retries=True
+        ),
+        invariants=(*_SAFETY, "no_zombie_commit", "no_false_fencing"),
+        expect_violation=False,
+        witnesses=("zombie_commit_refused", "commit_accepted", "partition_moved"),
+        reference="KIP-1251, KAFKA-20066",
         max_depth=30,
     ),
     Scenario(

@@ -24,6 +24,7 @@ from spec.group.consumer import (
     ClientHeartbeat,
     ClientHeartbeatResponseLost,
     ClientLeaveGroup,
+    ClientRetryCommit,
     ClientRevokePartitions,
     ClientSendCommit,
     ClientSendHeartbeat,
@@ -471,6 +472,38 @@ def test_late_commit_of_a_fenced_member_is_refused() -> None:
     assert Event.ZOMBIE_COMMIT_REFUSED in state.history.events and state.clients[0].commit_in_flight is None
 
 
+@pytest.mark.parametrize(
+    ("rule", "event"),
+    [
+        (CommitEpochRule.EXACT, Event.ZOMBIE_COMMIT_LANDED),
+        (CommitEpochRule.RANGE, Event.ZOMBIE_COMMIT_REFUSED),
+    ],
+)
+def test_restamped_retry(rule: CommitEpochRule, event: Event) -> None:
+    """A commit for p1 made at epoch 1, retried with epoch 2 after p1 was revoked and given to
+    consumer 1: the exact rule takes it (a zombie commit), KIP-1251's rule does not."""
+    config = ConsumerGroupConfig(commits=True, max_late_commits=1, restamped_retries=True, commit_rule=rule)
+    state = run(config, [ClientHeartbeat(0), ClientSendCommit(0, 1)])
+    assert step(config, state, ClientRetryCommit(0)) is None  # same epoch: nothing to restamp
+    assert step(replace(config, restamped_retries=False), state, ClientRetryCommit(0)) is None
+    state = run(
+        config,
+        [
+            ClientHeartbeat(1),
+            ClientHeartbeat(0),
+            ClientRevokePartitions(0),
+            ClientHeartbeat(0),
+            ClientRetryCommit(0),
+            ClientHeartbeat(1),
+        ],
+        state,
+    )
+    in_flight = state.clients[0].commit_in_flight
+    assert in_flight is not None and in_flight.member_epoch == 2 and in_flight.partition == 1
+    state = run(config, [CoordinatorHandleCommit(0)], state)
+    assert event in state.history.events
+
+
 def test_leave_guard_and_effect() -> None:
     config = ConsumerGroupConfig(leaves=True)
     assert step(config, initial_state(config), ClientLeaveGroup(0)) is None  # not a member yet
@@ -586,6 +619,7 @@ _RICH = ConsumerGroupConfig(
     max_late_commits=1,
     max_session_timeouts=1,
     max_rebalance_timeouts=1,
+    restamped_retries=True,
 )
 
 
@@ -599,6 +633,7 @@ def _every_action(config: ConsumerGroupConfig) -> list[Action]:
             CoordinatorHandleHeartbeat(c),
             ClientRevokePartitions(c),
             CoordinatorHandleCommit(c),
+            ClientRetryCommit(c),
             ClientLeaveGroup(c),
             ClientStaticLeave(c),
             ClientStaticRestart(c),

@@ -24,6 +24,7 @@ SHORTEST_TRACE = {
     "consumer-zombie-processing": 5,
     "kafka-19233-rejoin-refused": 5,
     "kip-1251-exact-commit-fenced": 6,
+    "kip-1251-restamped-retry-exact": 9,
     "kafka-19974-exact-zombie-commit": 9,
 }
 """The length of each counterexample scenario's shortest trace (breadth-first, so exact)."""
@@ -33,6 +34,7 @@ VIOLATED = {
     "consumer-zombie-processing": "no_partition_processed_twice",
     "kafka-19233-rejoin-refused": "rebalance_completes",
     "kip-1251-exact-commit-fenced": "no_false_fencing",
+    "kip-1251-restamped-retry-exact": "no_zombie_commit",
     "kafka-19974-exact-zombie-commit": "no_zombie_commit",
 }
 
