@@ -1397,11 +1397,12 @@ def no_zombie_commit(state: GroupState) -> bool:
     """A fenced or stale member's commit never lands: every accepted OffsetCommit came from a
     member still in the group, and no other member has been given the partition since the
     commit was made (else it may overwrite the new owner's offsets: KIP-1251's "zombie
-    commit"). Holds with the exact rule while a member's epoch moves on once it has revoked
-    (`revocation_epoch` bump): a partition leaves a member only when the member moves to a newer
-    epoch or is removed. With the epoch kept after a revocation (KAFKA-19974) the exact rule
-    lets a late commit through; KIP-1251's range rule checks the partition is still the
-    member's and closes it."""
+    commit"). With the exact rule it holds only while a commit keeps the epoch it was made
+    with and the member's epoch moves on once it has revoked (`revocation_epoch` bump): a
+    partition leaves a member only when the member moves to a newer epoch or is removed. A late
+    commit gets through when the epoch is kept after a revocation (KAFKA-19974) or when the
+    consumer retries it with an epoch learned since (`restamped_retries`). KIP-1251's range rule
+    checks the partition is still the member's and closes both."""
     return Event.ZOMBIE_COMMIT_LANDED not in state.history.events
 
 
