@@ -35,6 +35,13 @@ from spark_checks.engine import ENGINES, HistoryReport, VerifyOptions, choose_en
 from spark_checks.history import HistoryError, Operation, Whereabouts
 from spark_checks.linearizability import DEFAULT_MAX_MEMORY_BYTES
 from spark_checks.readers import FORMATS, open_history
+from spark_checks.readers._common import (
+    MAX_NESTING,
+    NESTING_MESSAGE,
+    finite_float,
+    nests_deeper,
+    refuse_constant,
+)
 from spark_checks.report import (
     ReportPathError,
     check_report_path,
@@ -453,10 +460,7 @@ def verify_command(
     """
     conventions: dict[str, object] = {}
     if initial is not None:
-        try:
-            conventions["initial"] = json.loads(initial)
-        except json.JSONDecodeError as error:
-            raise UsageProblem(f'--initial must be a JSON literal (e.g. 0, null, ""): {error.msg}') from None
+        conventions["initial"] = _initial_value(initial)
     if nil_read is not None:
         conventions["nil_read"] = nil_read
     if failed_cas is not None:
@@ -642,6 +646,20 @@ def conformance_command(
         if result.failure:
             console.print(result.failure, highlight=False, markup=False)
     return EXIT_OK if result.passed else EXIT_VIOLATION
+
+
+def _initial_value(text: str) -> object:
+    """`--initial`: a JSON literal, held to what a history's values may be (no NaN or
+    infinities, nesting within `MAX_NESTING`)."""
+    usage = '--initial must be a JSON literal (e.g. 0, null, "")'
+    if nests_deeper(text, MAX_NESTING):
+        raise UsageProblem(f"{usage}: {NESTING_MESSAGE}")
+    try:
+        return json.loads(text, parse_constant=refuse_constant, parse_float=finite_float)
+    except json.JSONDecodeError as error:
+        raise UsageProblem(f"{usage}: {error.msg}") from None
+    except ValueError as error:  # NaN, an infinity, an integer beyond int()'s digit limit
+        raise UsageProblem(f"{usage}: {error}") from None
 
 
 def choose_engine_for(path: str, engine: str) -> str:

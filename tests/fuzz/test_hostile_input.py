@@ -464,3 +464,21 @@ def test_an_error_found_in_a_call_names_the_line_it_was_read_on(tmp_path, engine
     assert_input_error(
         run, f"{edn}:11:", "process 1 invokes 'get' while its 'get' (index 4) has not completed"
     )
+
+
+@pytest.mark.parametrize(
+    ("initial", "words"),
+    [
+        (deep(5000), NESTED),
+        ("NaN", "not a value a history can hold"),
+        ("-Infinity", "not a value a history can hold"),
+        ("1e999", "overflows"),
+        ("[1", "Expecting"),
+    ],
+)
+def test_a_hostile_initial_value_is_a_usage_error(tmp_path, initial, words):
+    path = jsonl(tmp_path / "kv.jsonl", KV_OPS)
+    run = verify(path, "--initial", initial)
+    assert run.code == 2, (run.stderr, run.escaped)
+    assert run.stderr.startswith("kafkaspec: error: --initial must be a JSON literal"), run.stderr
+    assert words in run.stderr and len(run.stderr.splitlines()) == 1
