@@ -47,7 +47,8 @@ from spec.group.consumer import (
     ServerAssignor,
     StaticRejoinRule,
 )
-from spec.machines import Machine, Scenario, Setting, parse_bool, parse_choice, parse_count
+from spec.group.consumer_reconciliation import LEAVE_GROUP_STATIC_MEMBER_EPOCH
+from spec.machines import Diagram, Machine, Scenario, Setting, parse_bool, parse_choice, parse_count
 
 SETTINGS: Mapping[str, Setting] = {
     "members": Setting("members", parse_count(1, 4), "consumers in the group (1-4)"),
@@ -226,6 +227,19 @@ def explain(name: str, state: GroupState) -> str:
     return f"{name} fails"
 
 
+def member_zero(state: GroupState) -> str:
+    """The diagram's node: consumer 0's member on the coordinator (absent, left for now with -2,
+    or its reconciliation state) and what consumer 0 itself is doing."""
+    member = state.coordinator.members[0]
+    if member is None:
+        server = "no member"
+    elif member.epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        server = "left for now (-2)"
+    else:
+        server = member.state.value
+    return f"{server} / consumer {state.clients[0].status.value}"
+
+
 CONSUMER_GROUP: Machine[ConsumerGroupConfig, GroupState, Action] = Machine(
     name="consumer-group",
     title="a KIP-848 consumer group: heartbeats, epochs, reconciliation, partition epochs, commits",
@@ -234,6 +248,22 @@ CONSUMER_GROUP: Machine[ConsumerGroupConfig, GroupState, Action] = Machine(
     describe_state=describe_state,
     validate=validate,
     explain=explain,
+    modules=(
+        "spec.group.consumer",
+        "spec.group.consumer_reconciliation",
+        "spec.group.server_assignors",
+        "spec.group.types",
+    ),
+    diagram=Diagram(
+        title="member m0 on the coordinator / consumer 0",
+        project=member_zero,
+        # a static consumer 0 that may leave for now and come back, a dynamic consumer 1 that may
+        # leave, and one rebalance timeout: every member state and consumer status (5,161 states)
+        config=ConsumerGroupConfig(
+            static_members=1, static_leaves=True, max_static_restarts=1, max_rebalance_timeouts=1, leaves=True
+        ),
+        max_depth=40,
+    ),
 )
 MACHINE = CONSUMER_GROUP
 
@@ -512,4 +542,13 @@ SCENARIOS: tuple[Scenario[ConsumerGroupConfig], ...] = (
 """The consumer group's named scenarios."""
 
 
-__all__ = ["CONSUMER_GROUP", "MACHINE", "SCENARIOS", "SETTINGS", "describe_state", "explain", "model_for"]
+__all__ = [
+    "CONSUMER_GROUP",
+    "MACHINE",
+    "SCENARIOS",
+    "SETTINGS",
+    "describe_state",
+    "explain",
+    "member_zero",
+    "model_for",
+]
