@@ -488,6 +488,8 @@ def _send_heartbeat(config: ClassicConfig, state: ClassicState, client: int) -> 
     )
     assert outcome.reply is not None and not isinstance(outcome.reply, JoinGroupResponse | SyncGroupResponse)
     error = outcome.reply.error
+    if error is Errors.NONE:
+        return state  # nothing changes: the common case, kept cheap
     state = _note(state, "Heartbeat", error)
     return _with_consumer(state, client, consumer_side.on_heartbeat_response(consumer, outcome.reply))  # type: ignore[arg-type]
 
@@ -754,8 +756,10 @@ def _consumer_actions(config: ClassicConfig, state: ClassicState, client: int) -
     if status is ClientStatus.NOT_STARTED:
         yield StartConsumer(client)
         return
+    used = state.used
     if status is ClientStatus.PAUSED:
-        yield ResumeConsumer(client)
+        if used.resumes < config.max_resumes:
+            yield ResumeConsumer(client)
         return
     if status is not ClientStatus.RUNNING:
         return
@@ -763,16 +767,21 @@ def _consumer_actions(config: ClassicConfig, state: ClassicState, client: int) -
         yield ReceiveJoinGroupResponse(client)
     if consumer.sync_response is not None:
         yield ReceiveSyncGroupResponse(client)
-    if consumer.phase in (ClientPhase.UNJOINED, ClientPhase.STABLE):
+    phase = consumer.phase
+    if phase is ClientPhase.UNJOINED or (
+        phase is ClientPhase.STABLE and (consumer.rejoin_needed or used.rejoins < config.max_rejoins)
+    ):
         yield SendJoinGroup(client)
-    if consumer.phase is ClientPhase.JOINED:
+    if phase is ClientPhase.JOINED:
         yield SendSyncGroup(client)
     if consumer.member_id != UNKNOWN_MEMBER_ID:
         yield SendHeartbeat(client)
-        yield LeaveGroup(client)
-    if consumer.owned:
+        if used.leaves < config.max_leaves:
+            yield LeaveGroup(client)
+    if consumer.owned and used.commits < config.max_commits:
         yield SendOffsetCommit(client)
-    yield PauseConsumer(client)
+    if used.pauses < config.max_pauses:
+        yield PauseConsumer(client)
 
 
 def candidate_actions(config: ClassicConfig, state: ClassicState) -> Iterator[Action]:

@@ -204,7 +204,10 @@ def on_join_response(consumer: Consumer, response: JoinGroupResponse) -> Consume
     """`JoinGroupResponseHandler`: success starts COMPLETING_REBALANCE with the generation and,
     for the leader, the members to assign; MEMBER_ID_REQUIRED gives the id to join with;
     UNKNOWN_MEMBER_ID and ILLEGAL_GENERATION reset; REBALANCE_IN_PROGRESS and
-    COORDINATOR_NOT_AVAILABLE retry."""
+    COORDINATOR_NOT_AVAILABLE retry. An answer that finds the consumer no longer joining (it
+    was reset meanwhile) is ignored, as the handler's `state != PREPARING_REBALANCE` check does."""
+    if consumer.phase is not ClientPhase.JOINING:
+        return consumer
     error = response.error
     if error is Errors.NONE:
         is_leader = response.leader == response.member_id and not response.skip_assignment
@@ -273,7 +276,11 @@ def on_sync_response(rules: ConsumerRules, consumer: Consumer, response: SyncGro
     takes the rest, and rejoins at once if it revoked anything (the second round of KIP-429).
     A failure because the group moved on resets and loses everything (or, under the old rule,
     keeps the generation and the partitions and just rejoins); FENCED_INSTANCE_ID is fatal.
+    An answer that finds the consumer no longer syncing (its generation was reset meanwhile)
+    is ignored (`hasGenerationReset`: the handler raises ILLEGAL_GENERATION to retry the join).
     """
+    if consumer.phase is not ClientPhase.SYNCING:
+        return consumer
     error = response.error
     if error is Errors.NONE:
         assigned = tuple(sorted(response.assignment.partitions))

@@ -570,7 +570,7 @@ def handle_join_group(
     rebalance. `client` names the connection (and `client` prefix of new member ids)."""
     member_id = request.member_id
     if not accept_joining_member(group, member_id, rules.group_max_size):
-        group = remove_member(group, member_id) if group.member(member_id) is not None else group
+        group = remove_member(group, member_id)
         return Outcome(group, _join_error(Errors.GROUP_MAX_SIZE_REACHED))
     if member_id == UNKNOWN_MEMBER_ID:
         return _join_new_member(group, request, client, rules)

@@ -143,3 +143,15 @@ def test_heartbeats_run_from_the_join_response_on_and_leave_revokes_everything()
     left = client.leave(STABLE)
     assert left.status is ClientStatus.STOPPED and left.owned == () and left.fatal_error is None
     assert client.commit_request(STABLE, None, 9).offsets == ((T0, 9), (T1, 9))
+
+
+def test_answers_that_find_the_consumer_elsewhere_are_ignored():
+    reset = replace(STABLE, phase=ClientPhase.UNJOINED, member_id="", generation=-1, owned=())
+    stale_sync = SyncGroupResponse(Errors.NONE, assignment=Assignment((T2,)))
+    assert client.on_sync_response(EAGER, reset, stale_sync) == reset
+    assert (
+        client.on_join_response(
+            reset, JoinGroupResponse(Errors.NONE, 9, "consumer", "range", "x", False, "m")
+        )
+        == reset
+    )
