@@ -7,8 +7,9 @@ from dataclasses import replace
 
 import pytest
 
+from spec.checker import check
 from spec.group import classic, classic_coordinator
-from spec.group.classic import ClassicConfig
+from spec.group.classic import ClassicConfig, ConsumerProcess
 from spec.group.classic_scenarios import CLASSIC_GROUP, SAFETY, SCENARIOS, model_for
 from spec.group.types import ClassicGroupState, Errors
 from spec.machines import ConfigError, Scenario, ScenarioOutcome, run_scenario
@@ -177,3 +178,30 @@ def test_the_model_builder_splits_invariants_from_step_properties():
     model = model_for(BY_NAME["classic-member-joins"].config, SAFETY, ("settled_after_rebalance",))
     assert set(model.invariants) == {name for name in SAFETY if name in classic.INVARIANTS} | {classic.STUCK}
     assert set(model.step_properties) == {name for name in SAFETY if name in classic.STEP_PROPERTIES}
+
+
+CHURN = {
+    "cooperative, rejoin + stall + resume + commit": ClassicConfig(
+        partition_assignment_strategy=("cooperative-sticky",),
+        max_rejoins=1,
+        max_pauses=1,
+        max_resumes=1,
+        max_commits=1,
+    ),
+    "eager, a joiner + stall + resume": ClassicConfig(
+        topics=(("t0", 3),),
+        consumers=(ConsumerProcess("c0"), ConsumerProcess("c1"), ConsumerProcess("c2", initial_member=False)),
+        max_pauses=1,
+        max_resumes=1,
+    ),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(CHURN))
+def test_kafka_rules_hold_under_more_churn(name):
+    """Larger bounds than the named scenarios (about 10-20 thousand states each): every safety
+    property and the stuck check hold over the whole space under Kafka's rules."""
+    result = check(model_for(CHURN[name], SAFETY), 80)
+    assert result.violation is None and result.complete
+    assert result.distinct_states > 5000
