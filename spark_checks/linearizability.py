@@ -49,8 +49,8 @@ Budget
     memory, not only by the number of states). When any runs out the verdict is ``unknown``
     with the reason, never a guess. The clock is read every `_TIME_CHECK_EVERY` cache insertions
     and as often when backtracking (a walk through cached configurations adds nothing).
-    Freeing the cache costs time too (about 0.7 us per entry measured here: 1.4 s for 2
-    million kv entries, which made ``--max-seconds`` overshoot by 4-15 s with the old
+    Freeing the cache costs time too (a quarter of the time spent filling it, measured here:
+    1.4 s for 2 million kv entries; it made ``--max-seconds`` overshoot by 4-20 s with the old
     unbounded cache), so the search stops early enough to free it before the deadline.
 
 Evidence
@@ -93,11 +93,15 @@ _ENTRY_OVERHEAD_BYTES: Final = 56 + 64
 and its share of the set's table (16-byte slots, kept at most 60% full and doubled when full:
 up to 4 slots per entry)."""
 _OUT_OF_TIME: Final = "time budget exhausted"
-_RELEASE_SECONDS: Final = 1e-6
-"""What freeing one cache entry costs: 0.7 us measured on the 2-core machine (2 million
-(bits, str) entries freed in 1.44 s), rounded up. The search stops this much per entry before
-its deadline so that the cache is freed by then (an abandoned cache cannot be dropped more
-cheaply: CPython frees each of its objects)."""
+_RELEASE_SHARE: Final = 0.3
+_RELEASE_SECONDS_MAX: Final = 5e-6
+"""Time kept back to free the cache before the deadline (an abandoned cache cannot be dropped
+more cheaply: CPython frees each of its objects): a share of the search's own time, capped at
+this much per entry. Freeing took a quarter of the time that filling the cache did, measured on
+the 2-core machine (2 million (bits, str) entries built in 5.7 s and freed in 1.44 s, 0.7 us
+each; c50-bad's key 0: 1.6 million in 5 s, freed in 1.3 s); both slow down alike on a loaded
+machine, so the share holds where a fixed cost per entry would not (at a load of 4 per core the
+fixed 1 us per entry left the command 4 s late)."""
 _BIT_TABLE_LIMIT: Final = 4096  # calls per partition up to which single-bit masks are tabled
 
 
@@ -402,6 +406,7 @@ def _search(problem: _Problem, step: Any, initial: Any, budget: _SearchBudget) -
     best = _SearchResult(Verdict.INVALID, [], 0)
     explored = 0
     perf_counter = time.perf_counter
+    search_started = perf_counter()
     stop_at, max_states, max_bytes = budget.stop_at, budget.max_states, budget.max_memory_bytes
     # Strings, numbers and booleans are measured by `getsizeof`; tuples and the like one level
     # down. A cached bit set has at most n bits: its size is bounded once, not measured each time.
@@ -423,7 +428,7 @@ def _search(problem: _Problem, step: Any, initial: Any, budget: _SearchBudget) -
             # Backtracking through cached configurations adds nothing to the cache: the clock
             # is read here too (stopping early enough to free the cache before the deadline).
             backtracks += 1
-            if not backtracks & clock_mask and perf_counter() + explored * _RELEASE_SECONDS > stop_at:
+            if not backtracks & clock_mask and _must_stop(perf_counter(), search_started, explored, stop_at):
                 return _SearchResult(Verdict.UNKNOWN, best.order, explored, reason=_OUT_OF_TIME)
             # The call completing here had to be linearized before anything later: dead end.
             depth = total_required - remaining
@@ -479,7 +484,7 @@ def _search(problem: _Problem, step: Any, initial: Any, budget: _SearchBudget) -
                                 f"({explored} cached states, about {_megabytes(cache_bytes)})"
                             )
                             return _SearchResult(Verdict.UNKNOWN, best.order, explored, reason=reason)
-                        if perf_counter() + explored * _RELEASE_SECONDS > stop_at:
+                        if _must_stop(perf_counter(), search_started, explored, stop_at):
                             return _SearchResult(Verdict.UNKNOWN, best.order, explored, reason=_OUT_OF_TIME)
                         room = (max_bytes - cache_bytes) // (2 * weight)
                         next_look = min(explored + max(1, min(_TIME_CHECK_EVERY, room)), max_states + 1)
@@ -500,6 +505,12 @@ def _search(problem: _Problem, step: Any, initial: Any, budget: _SearchBudget) -
                     node = nxt[head]
                     continue
         node = nxt[node]
+
+
+def _must_stop(now: float, started: float, explored: int, stop_at: float) -> bool:
+    """Whether a search started at `started` must stop now to free its cache of `explored`
+    entries by `stop_at`."""
+    return now + min(_RELEASE_SHARE * (now - started), explored * _RELEASE_SECONDS_MAX) > stop_at
 
 
 def _megabytes(size: int) -> str:
