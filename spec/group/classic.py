@@ -7,6 +7,8 @@ What it is
     * a consumer starts, sends JoinGroup, handles its JoinGroup answer, sends SyncGroup (the
       leader with the assignment its assignor computed), handles its SyncGroup answer,
       heartbeats, commits offsets, leaves, pauses (crashes or stalls) and resumes;
+    * the network loses a SyncGroup (`max.lost.syncs`): the consumer waits for an answer that
+      never comes while it keeps heartbeating;
     * the network delivers an OffsetCommit sent earlier (a consumer's commit can land after the
       group moved on: the zombie case);
     * the coordinator's timers fire: a member's session timeout, the rebalance timeout of a
@@ -123,11 +125,13 @@ class ClassicConfig:
     Rules Kafka changed (True is today's behaviour; see `CoordinatorRules` and `ConsumerRules`):
     `static_join_rebalances_when_completing` (KAFKA-9801), `offset_commit_checks_generation`,
     `failed_sync_gives_up_partitions` (KAFKA-13419 and related), `withhold_transferring_partitions`
-    (KIP-429's first round).
+    (KIP-429's first round), `pending_sync_timer` (KAFKA-12890: members that never sent SyncGroup
+    are removed after the rebalance timeout; before, a member that heartbeated during
+    CompletingRebalance but never synced kept the group waiting forever).
 
     Exploration bounds: `session_timeouts` (whether a paused member's session may expire),
     `max_rejoins` (spontaneous rejoins: the leader saw a metadata change, or `enforceRebalance`),
-    `max_pauses`, `max_resumes`, `max_commits`, `max_leaves`.
+    `max_pauses`, `max_resumes`, `max_commits`, `max_leaves`, `max_lost_syncs`.
     """
 
     topics: tuple[tuple[str, int], ...] = (("t0", 2),)
@@ -139,12 +143,14 @@ class ClassicConfig:
     offset_commit_checks_generation: bool = True
     failed_sync_gives_up_partitions: bool = True
     withhold_transferring_partitions: bool = True
+    pending_sync_timer: bool = True
     session_timeouts: bool = True
     max_rejoins: int = 0
     max_pauses: int = 0
     max_resumes: int = 0
     max_commits: int = 0
     max_leaves: int = 0
+    max_lost_syncs: int = 0
 
     @cached_property
     def coordinator_rules(self) -> CoordinatorRules:
@@ -185,6 +191,7 @@ class Budget:
     resumes: int = 0
     commits: int = 0
     leaves: int = 0
+    lost_syncs: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,6 +323,13 @@ class SendSyncGroup:
 
 
 @dataclass(frozen=True, slots=True)
+class LoseSyncGroup:
+    """A consumer sends SyncGroup and the request is lost: the coordinator never sees it."""
+
+    client: int
+
+
+@dataclass(frozen=True, slots=True)
 class ReceiveSyncGroupResponse:
     """A consumer handles the answer to its parked SyncGroup (its assignment, or an error)."""
 
@@ -392,6 +406,7 @@ Action = (
     | SendJoinGroup
     | ReceiveJoinGroupResponse
     | SendSyncGroup
+    | LoseSyncGroup
     | ReceiveSyncGroupResponse
     | SendHeartbeat
     | SendOffsetCommit
@@ -563,6 +578,20 @@ def send_sync_group(config: ClassicConfig, state: ClassicState, action: SendSync
     return _send_sync(config, state, action.client)
 
 
+def lose_sync_group(config: ClassicConfig, state: ClassicState, action: LoseSyncGroup) -> ClassicState | None:
+    """A running consumer's SyncGroup is lost (within `max.lost.syncs`): it waits for an answer,
+    heartbeating meanwhile (heartbeats are accepted during CompletingRebalance)."""
+    consumer = _running(state, action.client)
+    if consumer is None or consumer.phase is not ClientPhase.JOINED:
+        return None
+    if state.used.lost_syncs >= config.max_lost_syncs:
+        return None
+    state = replace(state, used=replace(state.used, lost_syncs=state.used.lost_syncs + 1))
+    return _with_consumer(
+        state, action.client, replace(consumer, phase=ClientPhase.SYNCING, leader_members=())
+    )
+
+
 def receive_sync_group_response(
     config: ClassicConfig, state: ClassicState, action: ReceiveSyncGroupResponse
 ) -> ClassicState | None:
@@ -702,18 +731,33 @@ def rebalance_timeout(
     return _deliver(replace(state, group=outcome.group), outcome.deliveries)
 
 
+def _sync_never_arrives(state: ClassicState, member_id: str) -> bool:
+    """The member's consumer waits for a SyncGroup answer whose request the coordinator never got."""
+    member = state.group.member(member_id)
+    if member is None or member.awaiting_sync:
+        return False
+    consumer = state.consumers[member.client]
+    return consumer.member_id == member_id and consumer.phase is ClientPhase.SYNCING
+
+
 def pending_sync_timeout(
     config: ClassicConfig, state: ClassicState, action: PendingSyncTimeout
 ) -> ClassicState | None:
-    """Fires when every member still to send SyncGroup belongs to a process that stopped
-    answering (or is already gone)."""
+    """The pending-sync timer (KAFKA-12890, `pending_sync_timer`) fires when every member still
+    to send SyncGroup will not send it within the rebalance timeout: its process stopped
+    answering, it is gone, or its SyncGroup was lost."""
     group = state.group
+    if not config.pending_sync_timer:
+        return None
     if (
         group.state not in (ClassicGroupState.COMPLETING_REBALANCE, ClassicGroupState.STABLE)
         or not group.pending_sync
     ):
         return None
-    if any(_member_id_responsive(state, member_id) for member_id in group.pending_sync):
+    if any(
+        _member_id_responsive(state, member_id) and not _sync_never_arrives(state, member_id)
+        for member_id in group.pending_sync
+    ):
         return None
     outcome = expire_pending_sync(group)
     return _deliver(replace(state, group=outcome.group), outcome.deliveries)
@@ -733,6 +777,7 @@ _STEPS: Mapping[type, Callable[[ClassicConfig, ClassicState, Action], ClassicSta
     SendJoinGroup: send_join_group,  # type: ignore[dict-item]
     ReceiveJoinGroupResponse: receive_join_group_response,  # type: ignore[dict-item]
     SendSyncGroup: send_sync_group,  # type: ignore[dict-item]
+    LoseSyncGroup: lose_sync_group,  # type: ignore[dict-item]
     ReceiveSyncGroupResponse: receive_sync_group_response,  # type: ignore[dict-item]
     SendHeartbeat: send_heartbeat,  # type: ignore[dict-item]
     SendOffsetCommit: send_offset_commit,  # type: ignore[dict-item]
@@ -774,6 +819,8 @@ def _consumer_actions(config: ClassicConfig, state: ClassicState, client: int) -
         yield SendJoinGroup(client)
     if phase is ClientPhase.JOINED:
         yield SendSyncGroup(client)
+        if used.lost_syncs < config.max_lost_syncs:
+            yield LoseSyncGroup(client)
     if consumer.member_id != UNKNOWN_MEMBER_ID:
         yield SendHeartbeat(client)
         if used.leaves < config.max_leaves:
@@ -796,7 +843,7 @@ def candidate_actions(config: ClassicConfig, state: ClassicState) -> Iterator[Ac
             yield SessionTimeout(member_id)
     if group.state is ClassicGroupState.PREPARING_REBALANCE:
         yield RebalanceTimeout()
-    if group.pending_sync:
+    if group.pending_sync and config.pending_sync_timer:
         yield PendingSyncTimeout()
     if group.offsets:
         yield ExpireOffsets()
@@ -1079,6 +1126,13 @@ def moved_in_two_rounds(config: ClassicConfig, state: ClassicState) -> bool:
     return settled_after_rebalance(config, state) and state.group.generation >= initial_generation(config) + 2
 
 
+def lost_sync_member_removed(config: ClassicConfig, state: ClassicState) -> bool:
+    """Settled after a member whose SyncGroup was lost was removed and told so by a heartbeat."""
+    return ("Heartbeat", Errors.UNKNOWN_MEMBER_ID) in state.answered and settled_after_rebalance(
+        config, state
+    )
+
+
 def static_rejoin_settled(config: ClassicConfig, state: ClassicState) -> bool:
     """Settled after a rebalance with a restarted static instance reading partitions."""
     if not settled_after_rebalance(config, state):
@@ -1104,5 +1158,6 @@ WITNESSES: Mapping[str, Callable[[ClassicConfig, ClassicState], bool]] = {
     "offsets_expired_and_group_deleted": offsets_expired_and_group_deleted,
     "moved_in_two_rounds": moved_in_two_rounds,
     "static_rejoin_settled": static_rejoin_settled,
+    "lost_sync_member_removed": lost_sync_member_removed,
 }
 """States a no-violation scenario must reach, so its pass is not vacuous."""

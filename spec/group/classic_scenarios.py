@@ -14,7 +14,10 @@ The pairs show a rule of Kafka's and what happens without it:
 * `classic-late-sync-fixed` / `classic-late-sync-kafka-13419`: a consumer whose SyncGroup fails
   gives up its partitions before it rejoins (KAFKA-13419, KAFKA-14639, KAFKA-12983);
 * `classic-static-rejoin-fixed` / `classic-static-rejoin-kafka-9801`: a static member rejoining
-  during CompletingRebalance forces a rebalance (KAFKA-9801).
+  during CompletingRebalance forces a rebalance (KAFKA-9801);
+* `classic-lost-sync-fixed` / `classic-lost-sync-kafka-12890`: members that never send SyncGroup
+  are removed after the rebalance timeout (KAFKA-12890); without that timer a member whose
+  SyncGroup was lost, heartbeating meanwhile, keeps the group waiting forever (the stuck check).
 
 Configuration keys (`--set key=value`) use Kafka's names where Kafka has one.
 """
@@ -72,6 +75,8 @@ SETTINGS: Mapping[str, Setting] = {
     "partitions": Setting(
         "topics", lambda text: (("t0", parse_count(1, 8)(text)),), "partitions of topic t0 (1-8)"
     ),
+    "pending.sync.timer": Setting("pending_sync_timer", parse_bool, "KAFKA-12890 fix (false: the old rule)"),
+    "max.lost.syncs": Setting("max_lost_syncs", parse_count(0, 4), "bound on SyncGroup requests lost"),
     "max.rejoins": Setting("max_rejoins", parse_count(0, 4), "bound on spontaneous rejoins"),
     "max.pauses": Setting("max_pauses", parse_count(0, 4), "bound on consumer crashes or stalls"),
     "max.resumes": Setting("max_resumes", parse_count(0, 4), "bound on stalled consumers resuming"),
@@ -256,6 +261,7 @@ _STATIC_FOLLOWER = (
     ConsumerProcess("c1", group_instance_id="i1"),
     ConsumerProcess("c1-restarted", group_instance_id="i1", initial_member=False),
 )
+_LOST_SYNC = ClassicConfig(max_rejoins=1, max_lost_syncs=1)
 _LATE_SYNC = ClassicConfig(
     partition_assignment_strategy=(COOPERATIVE_STICKY,), max_rejoins=1, max_pauses=1, max_resumes=1
 )
@@ -437,6 +443,24 @@ SCENARIOS: tuple[Scenario[ClassicConfig], ...] = (
         False,
         witnesses=("static_rejoin_settled",),
         reference="KAFKA-9801",
+    ),
+    _scenario(
+        "classic-lost-sync-fixed",
+        "the leader's SyncGroup is lost while it keeps heartbeating: the pending-sync timer removes it, the "
+        "group rebalances and the leader, told UNKNOWN_MEMBER_ID by its next heartbeat, rejoins",
+        _LOST_SYNC,
+        False,
+        witnesses=("lost_sync_member_removed",),
+        reference="KAFKA-12890",
+    ),
+    _scenario(
+        "classic-lost-sync-kafka-12890",
+        "the same before the pending-sync timer: heartbeats during CompletingRebalance keep the member's "
+        "session alive, nothing removes it and the group waits forever (stuck)",
+        replace(_LOST_SYNC, pending_sync_timer=False),
+        True,
+        properties=(classic.STUCK,),
+        reference="KAFKA-12890",
     ),
 )
 """The classic group's scenarios, in the order `check --all` runs them."""

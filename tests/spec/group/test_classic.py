@@ -16,6 +16,7 @@ from spec.group.classic import (
     DeliverOffsetCommit,
     ExpireOffsets,
     LeaveGroup,
+    LoseSyncGroup,
     PauseConsumer,
     PendingSyncTimeout,
     RebalanceTimeout,
@@ -196,8 +197,9 @@ def test_offsets_expire_only_once_the_group_is_empty_and_then_it_dies():
 
 def _every_action(config: ClassicConfig, state: ClassicState):
     kinds = (
-        StartConsumer, SendJoinGroup, ReceiveJoinGroupResponse, SendSyncGroup, ReceiveSyncGroupResponse,
-        SendHeartbeat, SendOffsetCommit, DeliverOffsetCommit, LeaveGroup, PauseConsumer, ResumeConsumer,
+        StartConsumer, SendJoinGroup, ReceiveJoinGroupResponse, SendSyncGroup, LoseSyncGroup,
+        ReceiveSyncGroupResponse, SendHeartbeat, SendOffsetCommit, DeliverOffsetCommit, LeaveGroup,
+        PauseConsumer, ResumeConsumer,
     )  # fmt: skip
     for client in range(len(config.consumers)):
         for kind in kinds:
@@ -216,6 +218,7 @@ def _every_action(config: ClassicConfig, state: ClassicState):
     [
         "classic-zombie-commit-fenced",
         "classic-static-replaced",
+        "classic-lost-sync-fixed",
         "classic-late-sync-fixed",
         "classic-member-leaves",
     ],
@@ -237,3 +240,20 @@ def test_candidate_actions_include_every_enabled_action(name):
                 seen.add(after)
                 queue.append(after)
     assert len(seen) > 50
+
+
+def test_a_lost_sync_group_is_removed_by_the_pending_sync_timer_unless_the_old_rule():
+    config = ClassicConfig(max_rejoins=1, max_lost_syncs=1)
+    state = run(config, classic.initial_state(config), SendJoinGroup(0), SendHeartbeat(1), SendJoinGroup(1))
+    state = run(config, state, ReceiveJoinGroupResponse(0), LoseSyncGroup(0))
+    assert state.consumers[0].phase is ClientPhase.SYNCING and state.group.pending_sync == ("c0-0", "c1-1")
+    assert refused(config, state, LoseSyncGroup(1))  # max.lost.syncs
+    assert refused(config, state, PendingSyncTimeout())  # c1 has yet to sync
+    state = run(config, state, ReceiveJoinGroupResponse(1), SendSyncGroup(1))
+    assert run(config, state, SendHeartbeat(0)) == state  # heartbeats are fine in CompletingRebalance
+    assert refused(replace(config, pending_sync_timer=False), state, PendingSyncTimeout())
+    state = run(config, state, PendingSyncTimeout())
+    assert state.group.member("c0-0") is None and state.group.state is ClassicGroupState.PREPARING_REBALANCE
+    assert state.consumers[1].sync_response is not None  # its parked SyncGroup: REBALANCE_IN_PROGRESS
+    state = run(config, state, SendHeartbeat(0))
+    assert state.consumers[0].member_id == "" and state.consumers[0].phase is ClientPhase.UNJOINED

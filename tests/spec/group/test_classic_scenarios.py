@@ -29,12 +29,13 @@ SHORTEST_TRACES = {
     "classic-cooperative-one-round": 11,
     "classic-late-sync-kafka-13419": 12,
     "classic-static-rejoin-kafka-9801": 7,
+    "classic-lost-sync-kafka-12890": 7,
 }
 """The length of each counterexample (BFS: no shorter trace exists)."""
 
 
 def test_names_are_unique_kebab_case_and_every_property_exists():
-    assert len(BY_NAME) == len(SCENARIOS) == 15
+    assert len(BY_NAME) == len(SCENARIOS) == 17
     known = {*classic.INVARIANTS, *classic.STEP_PROPERTIES, classic.STUCK}
     for scenario in SCENARIOS:
         assert scenario.name == scenario.name.lower() and " " not in scenario.name
@@ -167,6 +168,20 @@ def test_mutant_static_rejoin_mid_rebalance_without_rebalance_is_caught():
         BY_NAME["classic-static-rejoin-fixed"].config, static_join_rebalances_when_completing=False
     )
     assert violated("classic-static-rejoin-fixed", config) == "stable_group_assigns_every_partition"
+
+
+def test_the_kafka_12890_trace_is_stuck_in_completing_rebalance():
+    outcome = outcome_of("classic-lost-sync-kafka-12890")
+    violation = outcome.result.violation
+    assert violation is not None and violation.property_name == classic.STUCK
+    last = violation.trace[-1].state
+    assert last.group.state is ClassicGroupState.COMPLETING_REBALANCE and last.group.pending_sync
+    assert outcome.explanation is not None and "no action can move it on" in outcome.explanation
+
+
+def test_mutant_no_pending_sync_timer_is_caught_as_stuck():
+    config = replace(BY_NAME["classic-lost-sync-fixed"].config, pending_sync_timer=False)
+    assert violated("classic-lost-sync-fixed", config) == classic.STUCK
 
 
 def test_mutant_failed_sync_keeps_partitions_is_caught():
