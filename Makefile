@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit clean
+.PHONY: run docs test lint typecheck unit clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,9 +13,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
-## The main job: model-check every named scenario against its expected outcome.
+## The main job: model-check every named scenario against its expected outcome, then build
+## the documentation site (generated from the spec; its last line says where it is).
 run: $(STAMP)
 	$(BIN)/kafkaspec check --all
+	$(BIN)/kafkaspec docs --out build/docs
+
+## The documentation site alone: build/docs/index.html.
+docs: $(STAMP)
+	$(BIN)/kafkaspec docs --out build/docs
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

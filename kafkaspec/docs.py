@@ -32,6 +32,7 @@ import html
 import importlib
 import inspect
 import io
+import multiprocessing
 import re
 import shutil
 import tempfile
@@ -40,12 +41,13 @@ import time
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kafkaspec.render import action_name, describe_action
-from spec.checker import CheckResult, Model, TraceStep, check
+from spec.checker import CheckResult, Model, TraceStep, check, default_workers
 from spec.machines import Machine, Scenario, ScenarioOutcome, run_scenario
 from spec.scenarios import MACHINES, SCENARIOS
 
@@ -474,16 +476,20 @@ def _literal(text: str) -> str:
 
 
 def _source_block(obj: object, summary: str = "source") -> str:
+    """The object's source, folded, highlighted as Sphinx highlights code (its `highlight` CSS
+    class). Raw HTML rather than a code-block: Sphinx then neither parses nor indexes it, which
+    halves the build of the pages that show every action's source."""
+    from sphinx.highlighting import PygmentsBridge
+
     source = _source(obj)
     if not source:
         return ""
-    return (
-        ".. raw:: html\n\n"
-        f'   <details class="ks-source"><summary>{html.escape(summary)}</summary>\n\n'
-        ".. code-block:: python\n\n"
-        + textwrap.indent(source.rstrip(), "   ")
-        + "\n\n.. raw:: html\n\n   </details>\n"
+    code = PygmentsBridge("html").highlight_block(source.rstrip(), "python")
+    markup = (
+        f'<details class="ks-source"><summary>{html.escape(summary)}</summary>'
+        f'<div class="highlight-python notranslate">{code}</div></details>'
     )
+    return _raw_html(markup)
 
 
 def _type_text(annotation: object) -> str:
@@ -958,9 +964,26 @@ def _index_page(title: str, intro: str, entries: Sequence[tuple[str, str]]) -> s
     return _heading(title, "=", overline=True) + "\n" + intro + "\n\n" + toctree + "\n"
 
 
+def _scenario_page_text(index: int) -> str:
+    """Check `SCENARIOS[index]` and write its page (in a worker process, or here)."""
+    scenario = SCENARIOS[index]
+    outcome = run_scenario(scenario)
+    witnesses = witness_traces(outcome) if outcome.result.violation is None else []
+    return scenario_page(outcome, witnesses, read_machine(scenario.machine, SCENARIOS))
+
+
+def _scenario_pages(workers: int) -> list[str]:
+    """Every scenario's page, in order; checked in `workers` forked processes when above one
+    (each scenario is one task: they are independent, and the large ones come first)."""
+    if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return [_scenario_page_text(index) for index in range(len(SCENARIOS))]
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        return list(pool.map(_scenario_page_text, range(len(SCENARIOS))))
+
+
 def generate_pages(srcdir: Path, has_dot: bool, workers: int = 1) -> list[str]:
     """Write the generated pages into `srcdir` (beside the hand-written ones); returns their
-    document names."""
+    document names. `workers` processes check the scenarios."""
     written: list[str] = []
 
     def write(docname: str, text: str) -> None:
@@ -991,10 +1014,8 @@ def generate_pages(srcdir: Path, has_dot: bool, workers: int = 1) -> list[str]:
         ),
     )
     scenario_entries = []
-    for scenario in SCENARIOS:
-        outcome = run_scenario(scenario, workers=workers)
-        witnesses = witness_traces(outcome) if outcome.result.violation is None else []
-        write(f"scenarios/{scenario.name}", scenario_page(outcome, witnesses, docs[id(scenario.machine)]))
+    for scenario, page in zip(SCENARIOS, _scenario_pages(workers), strict=True):
+        write(f"scenarios/{scenario.name}", page)
         scenario_entries.append(
             (f"{scenario.name} ({scenario.machine.name}, {scenario.expected})", scenario.name)
         )
@@ -1015,9 +1036,10 @@ def generate_pages(srcdir: Path, has_dot: bool, workers: int = 1) -> list[str]:
 # ---------------------------------------------------------------------------------------
 
 
-def build_docs(out: Path, workers: int = 1) -> BuildResult:
+def build_docs(out: Path, workers: int | None = None) -> BuildResult:
     """Generate the pages and build the site into `out` (a new or empty directory, or a
-    previous build, which is replaced)."""
+    previous build, which is replaced). `workers` processes (default: the idle cores, as
+    `kafkaspec check --workers auto`) check the scenarios and run Sphinx."""
     started = time.perf_counter()
     check_output_dir(out)
     try:
@@ -1027,6 +1049,7 @@ def build_docs(out: Path, workers: int = 1) -> BuildResult:
     if not (DOCS_SOURCE / "conf.py").is_file():
         raise DocsError(f"the documentation sources are missing ({DOCS_SOURCE}/conf.py)")
     has_dot = shutil.which("dot") is not None
+    workers = default_workers() if workers is None else workers
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -1047,6 +1070,7 @@ def build_docs(out: Path, workers: int = 1) -> BuildResult:
             status=io.StringIO(),
             warning=warnings,
             freshenv=True,
+            parallel=workers if workers > 1 else 0,
         )
         app.build()
         pages = tuple(sorted(app.env.found_docs))
