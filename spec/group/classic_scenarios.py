@@ -34,7 +34,16 @@ from spec.group.assignors import ASSIGNORS, COOPERATIVE_STICKY, ROUND_ROBIN, reb
 from spec.group.classic import Action, ClassicConfig, ClassicState, ConsumerProcess
 from spec.group.classic_consumer import ClientStatus
 from spec.group.types import RebalanceProtocol, TopicPartition
-from spec.machines import Machine, Scenario, Setting, not_stuck, parse_bool, parse_choice, parse_count
+from spec.machines import (
+    Diagram,
+    Machine,
+    Scenario,
+    Setting,
+    not_stuck,
+    parse_bool,
+    parse_choice,
+    parse_count,
+)
 
 
 def _parse_strategy(text: str) -> tuple[str, ...]:
@@ -224,6 +233,11 @@ def explain(name: str, state: ClassicState) -> str:
     return f"{name} fails"
 
 
+def group_state(state: ClassicState) -> str:
+    """The diagram's node: the group's state (`ClassicGroupState`)."""
+    return str(state.group.state)
+
+
 CLASSIC_GROUP: Machine[ClassicConfig, ClassicState, Action] = Machine(
     name="classic-group",
     title="the classic consumer-group protocol: coordinator and consumers (JoinGroup, SyncGroup, Heartbeat, "
@@ -233,7 +247,24 @@ CLASSIC_GROUP: Machine[ClassicConfig, ClassicState, Action] = Machine(
     describe_state=describe_state,
     validate=validate,
     explain=explain,
+    modules=(
+        "spec.group.classic",
+        "spec.group.classic_coordinator",
+        "spec.group.classic_consumer",
+        "spec.group.assignors",
+        "spec.group.types",
+    ),
+    diagram=Diagram(
+        title="the classic group's state (an action that starts and at once completes a join phase passes "
+        "through PreparingRebalance in one step)",
+        project=group_state,
+        # two members that may rejoin, stall, commit and both leave: every state including Empty
+        # and Dead (offsets expire once the group is Empty), 7,350 states
+        config=ClassicConfig(max_leaves=2, max_commits=1, max_rejoins=1, max_pauses=1),
+        max_depth=60,
+    ),
 )
+MACHINE = CLASSIC_GROUP
 
 SAFETY: tuple[str, ...] = (
     "partition_read_by_one_consumer",
@@ -464,3 +495,17 @@ SCENARIOS: tuple[Scenario[ClassicConfig], ...] = (
     ),
 )
 """The classic group's scenarios, in the order `check --all` runs them."""
+
+
+__all__ = [
+    "CLASSIC_GROUP",
+    "MACHINE",
+    "SAFETY",
+    "SCENARIOS",
+    "SETTINGS",
+    "describe_state",
+    "explain",
+    "group_state",
+    "model_for",
+    "validate",
+]
