@@ -1,18 +1,23 @@
 """Run the conformance suites against a named target and report the outcome.
 
-Three suites: ``log`` (`conformance.machines.log`: one replica's log, `conformance.sut`),
+Replication suites: ``log`` (`conformance.machines.log`: one replica's log, `conformance.sut`),
 ``partition`` (`conformance.machines.partition`: a replicated partition driven action by
 action, `conformance.partition_sut`) and ``exhaustive`` (`conformance.exhaustive`: every
 state the replication spec reaches within `depth` actions, replayed on the same partition
-interface). `run_conformance("impl", examples=200, seed=0)` runs every suite that applies
-to the target, the random ones each for `examples` generated command sequences.
+interface). The classic group coordinator's suites (``coordinator`` names both,
+`conformance.coordinator_sut`): ``coordinator-exhaustive`` (`conformance.coordinator_exhaustive`:
+every state of the classic group spec within `depth` actions, as the coordinator's requests)
+and ``coordinator-machine`` (`conformance.machines.coordinator`: random requests and timers).
+`run_conformance("impl", examples=200, seed=0)` runs every suite that applies to the target,
+the random ones each for `examples` generated command sequences.
 
 Which suites run
-    ``suite="all"`` runs all three; it is the default for the built-in targets ``impl`` and
+    ``suite="all"`` runs them all; it is the default for the built-in targets ``impl`` and
     ``reference``. A ``MODULE:FACTORY`` target implements one interface, so it names its
     suite: ``log`` (the default, as before the partition suite existed: ``FACTORY()``
-    returns a `LogUnderTest`), or ``partition`` or ``exhaustive`` (``FACTORY(settings)``
-    returns a `PartitionUnderTest`); ``all`` with ``MODULE:FACTORY`` raises ValueError.
+    returns a `LogUnderTest`), ``partition`` or ``exhaustive`` (``FACTORY(settings)``
+    returns a `PartitionUnderTest`), or ``coordinator`` (``FACTORY(settings)`` returns a
+    `ClassicCoordinatorUnderTest`); ``all`` with ``MODULE:FACTORY`` raises ValueError.
 
 Determinism and failures
     With a seed a run is deterministic (Hypothesis's `@seed`: the same seed gives the same
@@ -39,20 +44,26 @@ from hypothesis.errors import FlakyFailure
 from hypothesis.reporting import with_reporter
 from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test
 
+from conformance import coordinator_exhaustive
 from conformance.exhaustive import DEFAULT_DEPTH, run_exhaustive
 from conformance.guard import DEFAULT_COMMAND_SECONDS, TargetHungError, check_command_seconds
+from conformance.machines.coordinator import coordinator_machine_for
 from conformance.machines.log import machine_for
 from conformance.machines.partition import partition_machine_for
 
-STEPS_PER_EXAMPLE = {"log": 40, "partition": 100}
+STEPS_PER_EXAMPLE = {"log": 40, "partition": 100, "coordinator-machine": 60}
 """Commands per generated sequence. Replication needs longer ones: the states where
 implementations differ (several truncation rounds after repeated leader changes, a follower
 below the leader's log start) lie a few dozen commands deep."""
 
-SUITES = ("log", "partition", "exhaustive")
+SUITES = ("log", "partition", "exhaustive", "coordinator-exhaustive", "coordinator-machine")
 """Every suite, in the order `all` runs them."""
 
-SUITE_CHOICES = (*SUITES, "all")
+SUITE_GROUPS = {"coordinator": ("coordinator-exhaustive", "coordinator-machine")}
+"""Names for several suites of one interface: ``coordinator`` is the classic group
+coordinator's exhaustive suite and its random machine (`conformance.coordinator_sut`)."""
+
+SUITE_CHOICES = (*SUITES, *SUITE_GROUPS, "all")
 
 BUILTIN_TARGETS = ("impl", "reference")
 
@@ -91,13 +102,16 @@ def suites_for(target: str, suite: str | None) -> tuple[str, ...]:
         suite = "all" if target in BUILTIN_TARGETS else "log"
     if suite not in SUITE_CHOICES:
         raise ValueError(f"unknown conformance suite {suite!r}: expected one of {', '.join(SUITE_CHOICES)}")
+    if suite in SUITE_GROUPS:
+        return SUITE_GROUPS[suite]
     if suite != "all":
         return (suite,)
     if target not in BUILTIN_TARGETS:
         raise ValueError(
             f"conformance target {target!r}: a MODULE:FACTORY target implements one interface, "
-            "so name its suite: log (FACTORY() returns a LogUnderTest) or partition "
-            "(FACTORY(settings) returns a PartitionUnderTest)"
+            "so name its suite: log (FACTORY() returns a LogUnderTest), partition "
+            "(FACTORY(settings) returns a PartitionUnderTest) or coordinator (FACTORY(settings) "
+            "returns a ClassicCoordinatorUnderTest)"
         )
     return SUITES
 
@@ -114,8 +128,9 @@ def run_conformance(
 ) -> ConformanceResult:
     """Drive `target` beside the reference for `examples` command sequences in each suite.
 
-    `suite` is ``log``, ``partition``, ``exhaustive``, ``all`` or None (the default for the
-    target, see the module docstring); `depth` bounds the exhaustive suite. `shrink=False`
+    `suite` is ``log``, ``partition``, ``exhaustive``, ``coordinator`` (or one of its two
+    suites), ``all`` or None (the default for the target, see the module docstring); `depth`
+    bounds the exhaustive suites. `shrink=False`
     reports the first failing sequence as found (faster; for mutation runs that only ask
     whether a divergence is detected). A call into the target that takes longer than
     `command_seconds` is stopped and reported as a divergence.
@@ -125,15 +140,10 @@ def run_conformance(
     check_command_seconds(command_seconds)
     names = suites_for(target, suite)
     # Resolve every machine first, so a bad target fails before any suite runs.
-    machines = [
-        machine_for(target, command_seconds)
-        if name == "log"
-        else partition_machine_for(target, command_seconds)
-        for name in names
-    ]
+    machines = [_machine(name, target, command_seconds) for name in names]
     results = tuple(
-        _run_exhaustive(target, depth, command_seconds)
-        if name == "exhaustive"
+        _run_exhaustive(target, depth, command_seconds, name)
+        if name.endswith("exhaustive")
         else _run_machine(name, machine, examples, seed, shrink)
         for name, machine in zip(names, machines, strict=True)
     )
@@ -150,13 +160,26 @@ def run_conformance(
     )
 
 
-def _run_exhaustive(target: str, depth: int, command_seconds: float) -> SuiteResult:
+def _machine(suite: str, target: str, command_seconds: float) -> type[RuleBasedStateMachine]:
+    """The state machine a suite drives `target` with (the exhaustive suites replay paths
+    through one too)."""
+    if suite == "log":
+        return machine_for(target, command_seconds)
+    if suite.startswith("coordinator"):
+        return coordinator_machine_for(target, command_seconds)
+    return partition_machine_for(target, command_seconds)
+
+
+def _run_exhaustive(
+    target: str, depth: int, command_seconds: float, suite: str = "exhaustive"
+) -> SuiteResult:
     started = time.perf_counter()
+    run = coordinator_exhaustive.run_exhaustive if suite == "coordinator-exhaustive" else run_exhaustive
     try:
-        result = run_exhaustive(target, depth, command_seconds=command_seconds)
+        result = run(target, depth, command_seconds=command_seconds)
     except TargetHungError as hung:
-        return SuiteResult("exhaustive", False, str(hung), time.perf_counter() - started)
-    return SuiteResult("exhaustive", result.passed, result.failure, result.seconds)
+        return SuiteResult(suite, False, str(hung), time.perf_counter() - started)
+    return SuiteResult(suite, result.passed, result.failure, result.seconds)
 
 
 def _run_machine(

@@ -535,14 +535,26 @@ def verify_command(
     metavar="impl|reference|MODULE:FACTORY",
     help="The system under test: kafkaspec's optimized implementation, the reference, or your own "
     "adapter (MODULE:FACTORY: FACTORY() returns a conformance.sut.LogUnderTest for --suite log, "
-    "FACTORY(settings) a conformance.partition_sut.PartitionUnderTest for --suite partition or exhaustive).",
+    "FACTORY(settings) a conformance.partition_sut.PartitionUnderTest for --suite partition or exhaustive, "
+    "FACTORY(settings) a conformance.coordinator_sut.ClassicCoordinatorUnderTest for --suite coordinator).",
 )
 @click.option(
     "--suite",
-    type=click.Choice(["log", "partition", "exhaustive", "all"]),
+    type=click.Choice(
+        [
+            "log",
+            "partition",
+            "exhaustive",
+            "coordinator",
+            "coordinator-exhaustive",
+            "coordinator-machine",
+            "all",
+        ]
+    ),
     default=None,
     help="Which suite to run: the replica log, the replicated partition (random command "
-    "sequences), every spec state within --depth (exhaustive), or all three "
+    "sequences), every spec state within --depth (exhaustive), the classic group coordinator "
+    "(coordinator: its exhaustive suite and its random machine), or all of them "
     "[default: all for impl and reference, log for MODULE:FACTORY, which must name one suite].",
 )
 @click.option(
@@ -586,7 +598,10 @@ def conformance_command(
     (produce with acks 0/1/all, fetch, truncation, ISR shrink, leader moves, crashes,
     restarts, retention), checking every step of the reference against the spec; the
     exhaustive suite replays, on the same interface, every state the spec reaches within
-    --depth actions in each named scenario, with every action the spec refuses there.
+    --depth actions in each named scenario, with every action the spec refuses there. The
+    coordinator suites drive a classic group coordinator with JoinGroup, SyncGroup,
+    Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch and its timers: every state of the
+    classic group spec within --depth actions, then random requests with near misses.
 
     Exit 0 conforms, 1 divergence (printed as the minimal failing command sequence), 2 error.
     """
@@ -633,7 +648,7 @@ def conformance_command(
             verdict = "conforms" if suite_result.passed else "DIVERGES from the reference"
             scope = (
                 f"every spec state within {depth} actions"
-                if suite_result.suite == "exhaustive"
+                if suite_result.suite.endswith("exhaustive")
                 else f"{examples} command sequences"
             )
             console.print(
