@@ -137,8 +137,9 @@ def test_impl_is_imported_only_when_asked_for(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_which_suites_run() -> None:
-    assert suites_for("impl", None) == ("log", "partition", "exhaustive")
-    assert suites_for("reference", "all") == ("log", "partition", "exhaustive")
+    replication = ("log", "partition", "exhaustive")
+    assert suites_for("impl", None) == (*replication, "coordinator-exhaustive", "coordinator-machine")
+    assert suites_for("reference", "all") == suites_for("impl", None)
     assert suites_for(f"{BROKEN}:make_reference", None) == ("log",)
     assert suites_for(f"{BROKEN}:make_reference", "partition") == ("partition",)
     with pytest.raises(ValueError, match="name its suite"):
