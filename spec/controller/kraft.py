@@ -1173,12 +1173,14 @@ def isr_members_are_active(state: KRaftState) -> bool:
     return all(_active(state.controller, member) for member in partition.isr)
 
 
-def maximal_isr_covers_controller_isr(state: KRaftState) -> bool:
+def maximal_isr_covers_controller_isr(config: KRaftConfig, state: KRaftState) -> bool:
     """The ISR the leader's HW waits for contains the ISR the controller has committed
     (KIP-497's "maximal ISR"): so the HW never passes a member the controller could elect.
-    Checked for the leader of the controller's current epoch once it leads in that epoch.
-    Fails when the HW waits only for the ISR the leader knows is committed
-    (`LeaderIsrRule.COMMITTED`), and when a stale AlterPartition is accepted."""
+    With ELR, while the leader's committed ISR has at least min.insync.replicas members (so
+    its HW may advance), it also contains the ELR (KIP-966's form of the property). Checked
+    for the leader of the controller's current epoch once it leads in that epoch. Fails when
+    the HW waits only for the ISR the leader knows is committed (`LeaderIsrRule.COMMITTED`),
+    and when a stale AlterPartition is accepted."""
     partition = state.controller.partition
     if not partition.has_leader:
         return True
@@ -1186,7 +1188,11 @@ def maximal_isr_covers_controller_isr(state: KRaftState) -> bool:
     leader = broker.leader
     if not broker.up or leader is None or leader.leader_epoch != partition.leader_epoch:
         return True
-    return partition.isr <= leader.maximal_isr
+    if not partition.isr <= leader.maximal_isr:
+        return False
+    if partition.elr and len(leader.committed_isr) >= _effective_min_isr(config, partition):
+        return partition.elr <= leader.maximal_isr
+    return True
 
 
 def _loss_is_excused(config: KRaftConfig, history: History, elr_promise: bool = False) -> bool:
@@ -1272,7 +1278,7 @@ INVARIANTS: dict[str, Invariant] = {
     "leader_not_fenced": _plain(leader_not_fenced),
     "partition_state_valid": partition_state_valid,
     "isr_members_are_active": _plain(isr_members_are_active),
-    "maximal_isr_covers_controller_isr": _plain(maximal_isr_covers_controller_isr),
+    "maximal_isr_covers_controller_isr": maximal_isr_covers_controller_isr,
     "committed_records_survive": committed_records_survive,
     "committed_records_survive_lossy_shutdowns": committed_records_survive_lossy_shutdowns,
     "electable_replicas_hold_committed_records": electable_replicas_hold_committed_records,
