@@ -262,14 +262,15 @@ class HeartbeatResponse:
 @dataclass(frozen=True, slots=True)
 class OffsetCommit:
     """`OffsetCommitRequest` (v9+) for one partition: the member epoch the consumer knew when it
-    sent it. `tenure` and `membership` are ghost: how many times the coordinator had given the
-    partition to another member, and which membership of the consumer made the commit (a commit
-    landing in a later tenure, or after its member was fenced, is a zombie's)."""
+    sent it. `tenure` and `releases` are ghost: how many times the coordinator had given the
+    partition to another member (a commit landing in a later tenure is a zombie's), and how many
+    times any member had let it go, -1 when its maker did not hold it then (a commit landing
+    after another release is no longer its maker's own)."""
 
     member_epoch: int
     partition: int
     tenure: int
-    membership: int  # ghost: which of the consumer's memberships (joins) sent it
+    releases: int
 
 
 # ---------------------------------------------------------------------------------------
@@ -368,8 +369,8 @@ class History:
     previous_owner: tuple[int | None, ...] = ()  # the last consumer that owned each partition
     holder: tuple[int | None, ...] = ()  # per partition: the last member the coordinator gave it to
     tenure: tuple[int, ...] = ()  # per partition: how many times the coordinator gave it to another member
-    member_epochs: tuple[int | None, ...] = ()  # per consumer: its member's epoch when last seen
-    memberships: tuple[int, ...] = ()  # per consumer: how many members the coordinator created for it
+    holding: tuple[int | None, ...] = ()  # per partition: the member that holds it now (None: free)
+    releases: tuple[int, ...] = ()  # per partition: how many times a member let it go
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
 
@@ -398,8 +399,8 @@ def initial_state(config: ConsumerGroupConfig) -> GroupState:
         previous_owner=(None,) * config.partitions,
         holder=(None,) * config.partitions,
         tenure=(0,) * config.partitions,
-        member_epochs=(None,) * config.members,
-        memberships=(0,) * config.members,
+        holding=(None,) * config.partitions,
+        releases=(0,) * config.partitions,
     )
     return GroupState(coordinator, (Client(),) * config.members, history)
 
@@ -827,13 +828,10 @@ def _observe(coordinator: Coordinator, clients: tuple[Client, ...], history: His
         if owner is not None and owner[0] != holder[p]:
             holder[p] = owner[0]
             tenure[p] += 1
-    member_epochs = tuple(None if member is None else member.epoch for member in coordinator.members)
-    memberships = tuple(
-        # a new member: none before, or a static member's new instance replacing the one that left
-        count + 1
-        if now is not None and now >= 0 and (was is None or was == LEAVE_GROUP_STATIC_MEMBER_EPOCH)
-        else count
-        for count, was, now in zip(history.memberships, history.member_epochs, member_epochs, strict=True)
+    holding = tuple(None if owner is None else owner[0] for owner in coordinator.owners)
+    releases = tuple(
+        count + 1 if was is not None and now != was else count
+        for count, was, now in zip(history.releases, history.holding, holding, strict=True)
     )
     events_now = history.events | found
     owners_now = tuple(previous_owner)
@@ -843,7 +841,7 @@ def _observe(coordinator: Coordinator, clients: tuple[Client, ...], history: His
         and owners_now == history.previous_owner
         and tenure_now == history.tenure
         and holder_now == history.holder
-        and member_epochs == history.member_epochs
+        and holding == history.holding
     ):
         return history
     return replace(
@@ -852,8 +850,8 @@ def _observe(coordinator: Coordinator, clients: tuple[Client, ...], history: His
         previous_owner=owners_now,
         holder=holder_now,
         tenure=tenure_now,
-        member_epochs=member_epochs,
-        memberships=memberships,
+        holding=holding,
+        releases=releases,
     )
 
 
@@ -983,26 +981,41 @@ def _handle_commit(
     config: ConsumerGroupConfig, state: GroupState, index: int, commit: OffsetCommit
 ) -> GroupState:
     """The coordinator validates an OffsetCommit from consumer `index`. The history records
-    whether it landed from a zombie (the member that made it was fenced or left since, or another
-    member has been given the partition since, so the commit may overwrite that member's
-    offsets), or was refused although the same member still holds the partition and nobody else
-    has since (a false fencing). A late commit for a partition released but given to nobody since is
-    neither: it carries progress made while the member held it."""
+    whether it landed as a zombie's (another member has been given the partition since the commit
+    was made, so it may overwrite that member's offsets), or was refused although the member that
+    made it has held the partition without a break since (a false fencing). A late commit
+    for a partition nobody else has held since is neither, even from a consumer fenced and back
+    in the group meanwhile: it carries progress made while the consumer held it."""
     coordinator = state.coordinator
     member = coordinator.members[index]
     error = commit_error(member, commit.partition, commit.member_epoch, config.commit_rule)
     owner = coordinator.owners[commit.partition]
     undisturbed = state.history.tenure[commit.partition] == commit.tenure
-    same_member = member is not None and state.history.memberships[index] == commit.membership
-    holds = same_member and owner is not None and owner[0] == index and undisturbed
+    kept = state.history.releases[commit.partition] == commit.releases
+    holds = member is not None and owner is not None and owner[0] == index and kept
     if error is Errors.NONE:
         events = [Event.COMMIT_ACCEPTED]
-        if not same_member or not undisturbed:
+        if not undisturbed:
             events.append(Event.ZOMBIE_COMMIT_LANDED)
         if member is not None and commit.member_epoch < member.epoch:
             events.append(Event.STALE_COMMIT_ACCEPTED)
         return _record(state, *events)
     return _record(state, Event.LEGITIMATE_COMMIT_REFUSED if holds else Event.ZOMBIE_COMMIT_REFUSED)
+
+
+def _new_commit(state: GroupState, index: int, partition: int) -> OffsetCommit:
+    """An OffsetCommit consumer `index` makes now for `partition`, with its ghost marks: the
+    partition's tenure, and its release count if the coordinator has the consumer as its holder
+    now (-1 otherwise: a fenced consumer's commit is never its holder's own)."""
+    owner = state.coordinator.owners[partition]
+    held = owner is not None and owner[0] == index
+    history = state.history
+    return OffsetCommit(
+        state.clients[index].epoch,
+        partition,
+        history.tenure[partition],
+        history.releases[partition] if held else -1,
+    )
 
 
 def _may_commit(config: ConsumerGroupConfig, client: Client, partition: int) -> bool:
@@ -1016,12 +1029,7 @@ def client_commit_offset(
     client = state.clients[action.client]
     if not _may_commit(config, client, action.partition):
         return None
-    commit = OffsetCommit(
-        client.epoch,
-        action.partition,
-        state.history.tenure[action.partition],
-        state.history.memberships[action.client],
-    )
+    commit = _new_commit(state, action.client, action.partition)
     return _handle_commit(config, state, action.client, commit)
 
 
@@ -1035,12 +1043,7 @@ def client_send_commit(
         return None
     if state.history.late_commits >= config.max_late_commits:
         return None
-    commit = OffsetCommit(
-        client.epoch,
-        action.partition,
-        state.history.tenure[action.partition],
-        state.history.memberships[action.client],
-    )
+    commit = _new_commit(state, action.client, action.partition)
     history = replace(state.history, late_commits=state.history.late_commits + 1)
     return replace(
         _with_client(state, action.client, replace(client, commit_in_flight=commit)), history=history
@@ -1394,15 +1397,18 @@ def epochs_are_ordered(state: GroupState) -> bool:
 
 
 def no_zombie_commit(state: GroupState) -> bool:
-    """A fenced or stale member's commit never lands: every accepted OffsetCommit came from a
-    member still in the group, and no other member has been given the partition since the
-    commit was made (else it may overwrite the new owner's offsets: KIP-1251's "zombie
-    commit"). With the exact rule it holds only while a commit keeps the epoch it was made
+    """A fenced or stale member's commit never lands where it does harm: no OffsetCommit is
+    accepted for a partition that another member has been given since the commit was made (it
+    may overwrite the new owner's offsets: KIP-1251's "zombie commit"). Every accepted commit
+    comes from a member of the group (UNKNOWN_MEMBER_ID otherwise), so a fenced consumer's old
+    commit lands only once it is back in the group, and only if nobody held the partition in
+    between. With the exact rule it holds only while a commit keeps the epoch it was made
     with and the member's epoch moves on once it has revoked (`revocation_epoch` bump): a
     partition leaves a member only when the member moves to a newer epoch or is removed. A late
     commit gets through when the epoch is kept after a revocation (KAFKA-19974) or when the
     consumer retries it with an epoch learned since (`restamped_retries`). KIP-1251's range rule
-    checks the partition is still the member's and closes both."""
+    checks the partition is still the member's and closes both, except when the partition has
+    come back to the member meanwhile: a restamped retry then passes the rule too."""
     return Event.ZOMBIE_COMMIT_LANDED not in state.history.events
 
 

@@ -15,7 +15,10 @@ Four are Kafka bugs or rule changes, each checked under the old and the new rule
   accepts it and still refuses zombies (`kip-1251-exact-commit-fenced`, `kip-1251-range-commit`);
   and the exact rule lets a zombie's commit through when the consumer retries a commit made
   before a revocation with the epoch it learned since, as Kafka's client stamps every attempt
-  (`kip-1251-restamped-retry-exact`, `kip-1251-restamped-retry-range`);
+  (`kip-1251-restamped-retry-exact`, `kip-1251-restamped-retry-range`); even KIP-1251's rule lets
+  such a retry through once the partition has come back to the member at a newer assignment
+  epoch (`kip-1251-restamped-retry-returned-partition`): the rule trusts the commit's epoch to
+  say when its offsets were made;
 * KAFKA-19974 (Kafka 4.2) keeps a member's epoch across two revocation rounds; with the exact
   commit rule a commit sent in the first round then lands after the partition went to another
   member (`kafka-19974-exact-zombie-commit`); up to 4.1 the epoch moved on
@@ -490,6 +493,24 @@ SCENARIOS: tuple[Scenario[ConsumerGroupConfig], ...] = (
         witnesses=("zombie_commit_refused", "commit_accepted", "partition_moved"),
         reference="KIP-1251, KAFKA-20066",
         max_depth=30,
+    ),
+    Scenario(
+        machine=CONSUMER_GROUP,
+        name="kip-1251-restamped-retry-returned-partition",
+        summary="range rule: a commit made before a revocation is retried, restamped, after the partition "
+        "went to another member and came back (that member's session expired): it lands over the offsets "
+        "the other member committed, since the partition's new assignment epoch <= the restamped epoch",
+        config=ConsumerGroupConfig(
+            commit_rule=CommitEpochRule.RANGE,
+            commits=True,
+            max_late_commits=1,
+            restamped_retries=True,
+            max_session_timeouts=1,
+        ),
+        invariants=("no_zombie_commit",),
+        expect_violation=True,
+        reference="KIP-1251 (zombie commits)",
+        max_depth=20,
     ),
     Scenario(
         machine=CONSUMER_GROUP,

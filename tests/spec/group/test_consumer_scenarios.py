@@ -25,6 +25,7 @@ SHORTEST_TRACE = {
     "kafka-19233-rejoin-refused": 5,
     "kip-1251-exact-commit-fenced": 6,
     "kip-1251-restamped-retry-exact": 9,
+    "kip-1251-restamped-retry-returned-partition": 11,
     "kafka-19974-exact-zombie-commit": 9,
 }
 """The length of each counterexample scenario's shortest trace (breadth-first, so exact)."""
@@ -35,6 +36,7 @@ VIOLATED = {
     "kafka-19233-rejoin-refused": "rebalance_completes",
     "kip-1251-exact-commit-fenced": "no_false_fencing",
     "kip-1251-restamped-retry-exact": "no_zombie_commit",
+    "kip-1251-restamped-retry-returned-partition": "no_zombie_commit",
     "kafka-19974-exact-zombie-commit": "no_zombie_commit",
 }
 
