@@ -51,7 +51,8 @@ What is kept of the data plane (so the data-loss properties are real properties)
     the committed ISR, the *maximal* ISR its high watermark waits for (KIP-497: an expansion
     counts at once, a shrink only once committed), the leader epoch start offset, and the
     AlterPartition it awaits. The HW advances only while the committed ISR has at least
-    `min.insync.replicas` members (KIP-966 part 1, KAFKA-15583). No acks, no consumers: a
+    `min.insync.replicas` members (KIP-966 part 1, KAFKA-15583; rule `high_watermark`). No
+    acks, no consumers: a
     record is *committed* once it is below the HW of the leader of the controller's current
     epoch.
 
@@ -62,6 +63,8 @@ replayed against the rule it broke and the rule that fixed it)
     `alter_partition`   KIP-903: are the broker epochs of new ISR members checked?
     `leader_isr`        KIP-497: does the leader's HW wait for the maximal ISR, or only for the
                         ISR it knows is committed?
+    `high_watermark`    KIP-966 part 1 (KAFKA-15583): may the HW advance while the ISR is below
+                        min.insync.replicas? (ELR relies on it not doing so)
 
 Abstracted: time (sessions expire nondeterministically, a follower whose fetch state is
 behind the leader's log end may be deemed lagging), the leader-side ISR-eligibility filter of
@@ -138,6 +141,15 @@ class LeaderIsrRule(enum.Enum):
     __hash__ = object.__hash__
 
 
+class HighWatermarkRule(enum.Enum):
+    """When the leader's high watermark may advance."""
+
+    MIN_ISR = "min-isr"  # KIP-966 part 1 (KAFKA-15583, Kafka 3.7+): only while the ISR reaches min ISR
+    ANY_ISR = "any-isr"  # before: whatever the ISR's size
+
+    __hash__ = object.__hash__
+
+
 # ---------------------------------------------------------------------------------------
 # Configuration
 # ---------------------------------------------------------------------------------------
@@ -157,6 +169,7 @@ class KRaftConfig:
     last_known_leader: LastKnownLeaderRule = LastKnownLeaderRule.ACCEPTABLE
     alter_partition: AlterPartitionRule = AlterPartitionRule.BROKER_EPOCHS
     leader_isr: LeaderIsrRule = LeaderIsrRule.MAXIMAL
+    high_watermark: HighWatermarkRule = HighWatermarkRule.MIN_ISR
     reassignment_target: tuple[BrokerId, ...] = ()  # () = no reassignment is explored
     max_records: int = 1  # bound: records produced
     max_crashes: int = 1  # bound: broker process crashes
@@ -539,13 +552,16 @@ def _is_true_leader(state: KRaftState, broker_id: BrokerId) -> bool:
 
 
 def _advance_high_watermark(config: KRaftConfig, state: KRaftState, broker_id: BrokerId) -> KRaftState:
-    """`Partition.maybeIncrementLeaderHW`: the smallest log end over the maximal ISR, only
-    while the committed ISR has at least the effective min.insync.replicas members
-    (KAFKA-15583). What falls below the true leader's HW is committed."""
+    """`Partition.maybeIncrementLeaderHW`: the smallest log end over the maximal ISR, under
+    `HighWatermarkRule.MIN_ISR` only while the committed ISR has at least the effective
+    min.insync.replicas members (KAFKA-15583). What falls below the true leader's HW is
+    committed."""
     broker = state.brokers[broker_id]
     leader = broker.leader
     assert leader is not None and broker.view is not None
-    if len(leader.committed_isr) < min(config.min_insync_replicas, len(broker.view.replicas)):
+    if config.high_watermark is HighWatermarkRule.MIN_ISR and len(leader.committed_isr) < min(
+        config.min_insync_replicas, len(broker.view.replicas)
+    ):
         return state
     new_hw = len(broker.log)
     for member in leader.maximal_isr:

@@ -25,7 +25,7 @@ from functools import partial
 from spec._frozen import replace
 from spec.checker import Model
 from spec.controller import kraft
-from spec.controller.kraft import Action, KRaftConfig, KRaftState, LeaderIsrRule
+from spec.controller.kraft import Action, HighWatermarkRule, KRaftConfig, KRaftState, LeaderIsrRule
 from spec.controller.kraft_alter_partition import AlterPartitionRule
 from spec.controller.kraft_partitions import NO_LEADER, ElrRule, LastKnownLeaderRule, LeaderRecoveryState
 from spec.machines import Diagram, Machine, Scenario, Setting, parse_bool, parse_choice, parse_count
@@ -62,6 +62,11 @@ SETTINGS: Mapping[str, Setting] = {
         "leader_isr",
         parse_choice(LeaderIsrRule),
         "ISR the leader's HW waits for: maximal (KIP-497) or committed",
+    ),
+    "high.watermark": Setting(
+        "high_watermark",
+        parse_choice(HighWatermarkRule),
+        "when the HW may advance: min-isr (KIP-966, KAFKA-15583) or any-isr (before)",
     ),
     "brokers": Setting("brokers", parse_count(1, 4), "brokers in the cluster (ids 0..n-1)"),
     "replicas": Setting("replicas", _parse_replicas, "the partition's assignment, e.g. 0,1"),
@@ -332,6 +337,16 @@ SCENARIOS: tuple[Scenario[KRaftConfig], ...] = (
         witnesses=("record_committed", "elected_from_elr_after_data_loss"),
         reference="KIP-966",
         max_depth=13,
+    ),
+    _scenario(
+        "kraft-elr-without-min-isr-hw",
+        "ELR without KIP-966's HW rule: with the follower fenced into the ELR, the leader's HW "
+        "advances on an ISR below min ISR, then the leader fails and the ELR member, which never "
+        "got the record, is elected",
+        replace(_LAST_REPLICA, high_watermark=HighWatermarkRule.ANY_ISR),
+        ("committed_records_survive",),
+        expect_violation=True,
+        reference="KIP-966 part 1, KAFKA-15583",
     ),
     _scenario(
         "kraft-committed-isr-hw",

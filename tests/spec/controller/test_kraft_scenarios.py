@@ -15,6 +15,7 @@ from spec.controller.kraft import (
     BrokerCrash,
     ControllerAlterPartition,
     ControllerFenceBroker,
+    HighWatermarkRule,
     KRaftConfig,
     KRaftState,
     LeaderAlterPartition,
@@ -49,6 +50,7 @@ SHORTEST_TRACES = {
     "kraft-fenced-last-known-leader": ("leader_not_fenced", 6),
     "kraft-last-replica-standing": ("committed_records_survive_lossy_shutdowns", 10),
     "kraft-committed-isr-hw": ("maximal_isr_covers_controller_isr", 6),
+    "kraft-elr-without-min-isr-hw": ("committed_records_survive", 7),
     "kraft-bounce-without-broker-epochs": ("electable_replicas_hold_committed_records", 11),
 }
 
@@ -120,6 +122,7 @@ def test_describe_state_labels_every_component():
 RULE_PAIRS = [
     ("kraft-fenced-last-known-leader", "kraft-last-known-leader-fixed", "last_known_leader"),
     ("kraft-last-replica-standing", "kraft-elr-keeps-committed", "elr"),
+    ("kraft-elr-without-min-isr-hw", "kraft-elr-keeps-committed", "high_watermark"),
     ("kraft-committed-isr-hw", "kraft-maximal-isr", "leader_isr"),
     ("kraft-bounce-without-broker-epochs", "kraft-broker-bounce", "alter_partition"),
 ]
@@ -238,6 +241,7 @@ def test_rules_parse_from_their_set_keys():
             "last.known.leader": "unchecked",
             "alter.partition": "pre-kip-903",
             "leader.isr": "committed",
+            "high.watermark": "any-isr",
             "reassignment": "1,0",
         },
     )
@@ -245,6 +249,7 @@ def test_rules_parse_from_their_set_keys():
     assert config.last_known_leader is LastKnownLeaderRule.UNCHECKED
     assert config.alter_partition is AlterPartitionRule.NO_BROKER_EPOCHS
     assert config.leader_isr is LeaderIsrRule.COMMITTED
+    assert config.high_watermark is HighWatermarkRule.ANY_ISR
     assert config.reassignment_target == (1, 0)
     assert MACHINE.validate(dataclasses.replace(config, reassignment_target=(5,))) is not None
 
