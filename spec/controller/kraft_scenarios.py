@@ -300,8 +300,9 @@ def _scenario(
 SCENARIOS: tuple[Scenario[KRaftConfig], ...] = (
     _scenario(
         "kraft-fenced-last-known-leader",
-        "ELR on, the ISR and ELR emptied by fencing and unclean restarts: the last known leader is "
-        "elected while still fenced (canElectLastKnownLeader does not ask whether it is acceptable)",
+        "RF 2, min ISR 2, ELR on, Kafka 3.7-4.0's rule: fencing and two unclean restarts empty the ISR "
+        "and ELR, and the restarting last known leader is elected while still fenced "
+        "(canElectLastKnownLeader does not ask whether it is acceptable)",
         replace(_NO_DATA, last_known_leader=LastKnownLeaderRule.UNCHECKED),
         ("leader_not_fenced",),
         expect_violation=True,
@@ -350,8 +351,8 @@ SCENARIOS: tuple[Scenario[KRaftConfig], ...] = (
     ),
     _scenario(
         "kraft-committed-isr-hw",
-        "the leader's HW waits only for the ISR it knows is committed: the controller commits an "
-        "expansion the leader has not heard of, and the HW no longer covers the controller's ISR",
+        "same run, but the leader's HW waits only for the ISR it knows is committed: the controller "
+        "commits an expansion the leader has not heard of, and the HW no longer covers the controller's ISR",
         replace(_ISR_CHANGES, leader_isr=LeaderIsrRule.COMMITTED),
         ("maximal_isr_covers_controller_isr",),
         expect_violation=True,
@@ -359,8 +360,9 @@ SCENARIOS: tuple[Scenario[KRaftConfig], ...] = (
     ),
     _scenario(
         "kraft-maximal-isr",
-        "the HW waits for the maximal ISR: it always covers the ISR the controller committed, and "
-        "every ISR member holds every committed record",
+        "RF 2, min ISR 1, ISR shrinks and expansions through AlterPartition, one crash: the HW waits "
+        "for the maximal ISR, which always covers the ISR the controller committed, and every ISR "
+        "member holds every committed record",
         _ISR_CHANGES,
         _ALL,
         expect_violation=False,
@@ -370,10 +372,10 @@ SCENARIOS: tuple[Scenario[KRaftConfig], ...] = (
     ),
     _scenario(
         "kraft-broker-bounce",
-        "a follower crashes, loses its unflushed log and restarts faster than its session times out: "
-        "its registration is refused until the controller fences the old session, it comes back with "
-        "a new broker epoch, and the leader's AlterPartition naming its old epoch is refused "
-        "(INELIGIBLE_REPLICA), as is a request from a restarted leader's old process "
+        "RF 2, min ISR 2: a follower crashes, loses its unflushed log and restarts faster than its "
+        "session times out: its registration is refused until the controller fences the old session, "
+        "it comes back with a new broker epoch, and the leader's AlterPartition naming its old epoch "
+        "is refused (INELIGIBLE_REPLICA), as is a request from a restarted leader's old process "
         "(STALE_BROKER_EPOCH); nothing committed is lost",
         _BOUNCE,
         _ALL,
@@ -399,8 +401,9 @@ SCENARIOS: tuple[Scenario[KRaftConfig], ...] = (
     ),
     _scenario(
         "kraft-controlled-shutdown",
-        "the leader is asked to stop: it enters CONTROLLED_SHUTDOWN, leaves the ISR and its leadership "
-        "moves to the other replica before it is allowed to stop (SHUTDOWN_NOW); it restarts cleanly",
+        "RF 2, min ISR 1: the leader is asked to stop: it enters CONTROLLED_SHUTDOWN, leaves the ISR "
+        "and its leadership moves to the other replica before it may stop (SHUTDOWN_NOW); it "
+        "restarts cleanly and registers with a new broker epoch",
         KRaftConfig(min_insync_replicas=1, max_crashes=0, max_shutdowns=1, max_alter_partitions=1),
         _ALL,
         expect_violation=False,
@@ -410,9 +413,9 @@ SCENARIOS: tuple[Scenario[KRaftConfig], ...] = (
     ),
     _scenario(
         "kraft-reassignment",
-        "replicas [0,1] reassigned to [1,2]: broker 2 is added, catches up, joins the ISR through "
-        "AlterPartition, which completes the reassignment, removes the leader 0 and elects 1 "
-        "(NEW_LEADER_ELECTED); nothing committed is lost",
+        "3 brokers, min ISR 1, replicas [0,1] reassigned to [1,2]: broker 2 is added, catches up, "
+        "joins the ISR through AlterPartition, which completes the reassignment, removes the leader 0 "
+        "and elects 1 (NEW_LEADER_ELECTED); nothing committed is lost",
         KRaftConfig(
             brokers=3,
             replicas=(0, 1),
