@@ -697,9 +697,11 @@ HEARTBEAT_ERROR_BY_STATE: Mapping[ClassicGroupState, Errors] = {
     STABLE: Errors.NONE,
 }
 """`classicGroupHeartbeatToClassicGroup`: a valid member's heartbeat is answered by the group's
-state. REBALANCE_IN_PROGRESS is how a member learns it must rejoin; in CompletingRebalance the
-member already has its JoinGroup response and is about to sync, so the heartbeat is simply
-accepted (consumers heartbeat from the JoinGroup response on)."""
+state. REBALANCE_IN_PROGRESS is how a member learns it must rejoin (answering NONE there hides the
+rebalance: the stuck check catches it). In CompletingRebalance the member already has its
+JoinGroup response and is about to sync, so the heartbeat is accepted (consumers heartbeat from
+the JoinGroup response on, apache/kafka PR #8834); that keeps a member that never syncs alive,
+which is why the pending-sync timer exists (KAFKA-12890, `expire_pending_sync`)."""
 
 
 def handle_heartbeat(group: ClassicGroup, request: HeartbeatRequest) -> Outcome:
