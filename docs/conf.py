@@ -41,6 +41,9 @@ html_theme_options = {
 html_sidebars = {"**": ["about.html", "searchfield.html", "navigation.html", "relations.html"]}
 html_show_sourcelink = False
 html_copy_source = False
+# Search results without page summaries: a summary is fetched from the page, which browsers refuse
+# for pages opened from disk (file://), and the site must work offline from its folder.
+html_show_search_summary = False
 
 # Public sources the spec cites, linked wherever they appear in running text.
 _KIP_INDEX = "https://cwiki.apache.org/confluence/display/KAFKA/Kafka+Improvement+Proposals"

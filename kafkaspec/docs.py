@@ -172,14 +172,27 @@ def _columns_as_definitions(lines: Sequence[str], tables: set[int]) -> str:
             index += 1
             continue
         match = _COLUMN_LINE.match(lines[index])
-        following = _COLUMN_LINE.match(lines[index + 1]) if index + 1 < len(lines) else None
-        continues = index + 1 < len(lines) and lines[index + 1].startswith(" " * 8)
-        if match is None or not (following or continues) or match["term"].endswith((".", ",", ":")):
+        following = lines[index + 1] if index + 1 < len(lines) else ""
+        if match is None or match["term"].endswith((".", ",", ":")):
             result.append(lines[index])
             index += 1
             continue
         indent = match["indent"]
         column = len(lines[index]) - len(match["text"])
+        next_match = _COLUMN_LINE.match(following)
+        next_head = following[len(indent) : column - 1]
+        aligned = (
+            following.startswith(indent)
+            and bool(next_head)
+            and " " not in next_head
+            and following[column - 1 : column] == " "
+            and bool(following[column : column + 1].strip())
+        )
+        continues = following.startswith(" " * 8) and following[:column].strip() == ""
+        if not ((next_match and next_match["indent"] == indent) or aligned or continues):
+            result.append(lines[index])
+            index += 1
+            continue
         previous = result[-1] if result else ""
         if previous.strip() and len(previous) - len(previous.lstrip()) >= len(indent):
             result.append("")  # after a paragraph; right after a term, the list is its definition
@@ -193,7 +206,7 @@ def _columns_as_definitions(lines: Sequence[str], tables: set[int]) -> str:
                 term, text = head, line[column:]  # a term as wide as its column: one space before the text
             else:
                 break
-            result.append(f"{indent}``{term}``")
+            result.append(f"{indent}``{term.strip('`')}``")
             result.append(f"{indent}    {text}")
             index += 1
             while index < len(lines) and lines[index].strip() and lines[index][:column].strip() == "":
@@ -428,8 +441,8 @@ def diagram_dot(graph: DiagramGraph) -> str:
         "digraph machine {",
         '  rankdir=TB; bgcolor="transparent"; nodesep=0.5; ranksep=0.6;',
         '  node [shape=box, style="rounded,filled", fillcolor="#eef4fb", color="#3a6ea5", '
-        'fontname="Helvetica", fontsize=11];',
-        '  edge [fontname="Helvetica", fontsize=9, color="#555555"];',
+        'fontname="Helvetica", fontsize=14];',
+        '  edge [fontname="Helvetica", fontsize=11, color="#555555"];',
         '  start [shape=point, width=0.12, label=""];',
     ]
     lines += [f"  {_dot_string(node)};" for node in graph.nodes]
@@ -618,7 +631,12 @@ def highlight_changes(previous: Sequence[str] | None, current: Sequence[str]) ->
     return shown
 
 
-def trace_html(machine: Machine[Any, Any, Any], trace: Sequence[TraceStep[Any, Any]], last_line: str) -> str:
+def trace_html(
+    machine: Machine[Any, Any, Any],
+    trace: Sequence[TraceStep[Any, Any]],
+    last_line: str,
+    reached: bool = False,
+) -> str:
     """A trace as HTML: per step the action (with the first sentence of its docstring) and the
     whole state, changed fields highlighted; then `last_line`."""
     out = ['<div class="ks-trace">']
@@ -637,7 +655,7 @@ def trace_html(machine: Machine[Any, Any, Any], trace: Sequence[TraceStep[Any, A
         out.append("<pre>" + "\n".join(highlight_changes(previous, current)) + "</pre>")
         out.append("</div>")
         previous = current
-    out.append(f'<p class="ks-why">{last_line}</p>')
+    out.append(f'<p class="{"ks-reached" if reached else "ks-why"}">{last_line}</p>')
     out.append("</div>")
     return "\n".join(out)
 
@@ -955,7 +973,7 @@ def scenario_page(outcome: ScenarioOutcome[Any], witnesses: Sequence[WitnessTrac
                 continue
             reached = _html_code(first_sentence(witness.description))
             last = f"Reached <code>{html.escape(witness.name)}</code>: {reached}"
-            out.append(_raw_html(trace_html(machine, witness.trace, last)))
+            out.append(_raw_html(trace_html(machine, witness.trace, last, reached=True)))
     return "\n".join(out)
 
 
