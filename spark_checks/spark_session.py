@@ -7,7 +7,7 @@ progress bars off and logs at ERROR (a log4j2 file written to a temporary folder
 interpreter running kafkaspec (`PYSPARK_PYTHON`), or they would lose this environment's
 packages.
 
-Environment notes measured on this kind of machine (../shared/research/env-probe.md): a
+Environment notes measured on this kind of machine (2 cores): a
 session costs about 10 s to start; `pyspark[sql]` pulls in
 pandas, and `pandas<3` avoids PySpark's FutureWarning (the engine's tasks use Arrow batches,
 `mapInArrow`, not pandas).

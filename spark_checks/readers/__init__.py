@@ -39,10 +39,11 @@ The canonical defaults are Jepsen's semantics (the canonical form follows Jepsen
 format, so Jepsen histories map 1:1) with a nil initial value; they equal
 `reference.models.DEFAULT_CONVENTIONS`, which the checkers use for any key a source leaves out.
 
-Sources: shared/histories/knossos/MANIFEST.tsv ("test-examples uses init 0"; multi-register
-{:x 0 :y 0}; "nil read = unknown"; knossos drops :fail ops), shared/histories/porcupine/MANIFEST.tsv
-("init nil"; ":fail :cas = CAS returned false (op happened, no effect)"; ":fail :read :timed-out
-and :info ops = outcome unknown"; kv "init empty-string per key") and checker-anchors.md 1.3/2.3.
+Sources: Knossos (github.com/jepsen-io/knossos: its test examples check cas-register histories
+from 0 and multi-register ones from {:x 0 :y 0}; a nil read is unknown; failed operations are
+dropped) and Porcupine (github.com/anishathalye/porcupine: its etcd test model starts at nil, a
+`:fail :cas` is a CAS that returned false, `:fail :read :timed-out` and `:info` operations have
+unknown outcomes; its kv test model starts every key at the empty string).
 A Parquet file written with `write_parquet(..., conventions=...)` reports the stored conventions.
 The Porcupine etcd reader itself turns a completion marked `:timed-out` into `info` (see
 `spark_checks.readers.porcupine`). Each reader module documents its format in detail.

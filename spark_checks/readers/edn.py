@@ -1,6 +1,6 @@
 """Jepsen/Knossos EDN histories, read by a small streaming EDN tokenizer.
 
-Shape (knossos `cli/read-history`; checker-anchors.md 2.3): a file holds either one vector or
+Shape (knossos `cli/read-history`): a file holds either one vector or
 list of op maps, or a stream of op maps; comments (`;`) may appear anywhere. An op map is
 `{:process p, :type :invoke|:ok|:fail|:info, :f kw, :value v}` with optional `:time` (ns),
 `:index` and `:key`; other keys (`:error`, ...) are dropped. When `:index` is missing the op's
@@ -21,8 +21,7 @@ itself), a decimal that overflows a 64-bit float (`1e999`), and a ratio with a z
 an op map (the stack that builds values is checked as it grows; no step recurses).
 
 Conventions (KNOSSOS_CONVENTIONS): initial value 0 (knossos core_test/test-examples checks
-cas-register with init 0 and multi-register with {:x 0 :y 0}, per MANIFEST.tsv of
-shared/histories/knossos); a nil read is "unconstrained" (knossos' models accept a nil read in any
+cas-register with init 0 and multi-register with {:x 0 :y 0}); a nil read is "unconstrained" (knossos' models accept a nil read in any
 state: the value was not recorded); a `:fail` op, cas or read, "did-not-happen" (knossos
 `without-failures` drops every :fail op and its invocation).
 

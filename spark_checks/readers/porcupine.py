@@ -20,8 +20,8 @@ shape below is an error naming its line. `index` is the operation's position in 
     lines into `info`, exactly what Porcupine's parser does (it gives them an "unknown" output),
     and matches its handling of `:info` lines (ignored, so the call stays open to the end).
 
-    Conventions (PORCUPINE_ETCD_CONVENTIONS, from shared/histories/porcupine/MANIFEST.tsv and
-    checker-anchors.md 1.3): initial value nil ("single register, init nil"); a nil read observes
+    Conventions (PORCUPINE_ETCD_CONVENTIONS, as Porcupine's etcd test model reads these logs):
+    initial value nil ("single register, init nil"); a nil read observes
     the nil value ("absent"); a `:fail :cas` means the CAS executed and returned false ("no-effect":
     the model requires `state != from`), unlike Knossos where :fail means it did not happen; a
     `:fail :read` is "unknown" (in these files only with `:timed-out`, already made `info` above).
