@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
+import shutil
 import signal
 import struct
 import subprocess
@@ -20,6 +21,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from impl import storage
+from impl.checkpoints import (
+    HIGH_WATERMARK_CHECKPOINT,
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    CheckpointError,
+)
 from impl.epoch_cache import LeaderEpochCache
 from impl.storage import INDEX_ENTRY, CorruptLogError, LogConfig, SegmentedLog, segment_file_name
 from spec import log as spec_log
@@ -917,3 +924,39 @@ def test_an_unflushed_tail_cut_at_a_batch_boundary_is_still_recovered(tmp_path: 
     assert reopened.read(0) == records(0, reopened.log_end_offset)
     assert reopened.log_end_offset >= 12
     reopened.close()
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        RECOVERY_POINT_CHECKPOINT,
+        HIGH_WATERMARK_CHECKPOINT,
+        LOG_START_OFFSET_CHECKPOINT,
+    ],
+)
+def test_every_flipped_bit_of_an_offset_checkpoint_is_refused_or_harmless(tmp_path: Path, name: str) -> None:
+    # Each damaged file is refused naming the file and line (a non-UTF-8 byte too, not a bare
+    # decode error), or it reads as another valid offset (a digit that became another digit,
+    # or a topic name that became another name, which reads as no entry, as in Kafka); the log
+    # then serves exactly the records written, never a damaged one.
+    pristine = tmp_path / "pristine" / "orders-0"
+    log = filled(pristine, 30)
+    log.update_high_watermark(20)
+    log.delete_records_before(4)
+    log.close()
+    original = (pristine / name).read_bytes()
+    for position in range(len(original)):
+        for bit in range(8):
+            directory = tmp_path / f"{position}.{bit}" / "orders-0"  # same name: same checkpoint key
+            shutil.copytree(pristine, directory)
+            damaged = bytearray(original)
+            damaged[position] ^= 1 << bit
+            (directory / name).write_bytes(bytes(damaged))
+            try:
+                reopened = storage.open(directory, SMALL)
+            except (CheckpointError, CorruptLogError) as error:
+                assert str(error).startswith(str(directory)), error
+                continue
+            assert original[position] not in b" \n", (position, bit)
+            assert reopened.read(reopened.log_start_offset) == records(0, 30)[reopened.log_start_offset :]
+            reopened.close(flush=False)
