@@ -2,8 +2,9 @@
 
 The contract (README, "Command line"): exit 0, 1 or 3 is a verdict, 2 is bad input with exactly
 one line on stderr naming the file, 70 is an internal error (a bug). `run_verify` captures
-stdout and stderr as strict UTF-8 byte streams, as a terminal or a pipe would take them (a
-lone surrogate printed is then an error, as it is for the real process), and stops a run that
+stdout and stderr as UTF-8 byte streams with Python's own error handlers for them: strict for
+stdout (a lone surrogate printed there is an error, as it is for the real process writing to a
+pipe), backslash escapes for stderr (as Python's stderr does), and stops a run that
 outlives its time with SIGALRM (`Hang` is a BaseException, so the command line's handler of
 internal errors does not swallow it). Shared by the fuzz tests and `bench.fuzz`.
 """
@@ -78,10 +79,10 @@ def _watchdog(seconds: float) -> Iterator[None]:
 
 
 def run_verify(argv: Sequence[str], timeout: float = 60.0) -> Run:
-    """`kafkaspec ARGV...` in this process, its output captured as strict UTF-8."""
+    """`kafkaspec ARGV...` in this process, its output captured as UTF-8 bytes."""
     out_bytes, err_bytes = io.BytesIO(), io.BytesIO()
     out = io.TextIOWrapper(out_bytes, encoding="utf-8", errors="strict", write_through=True)
-    err = io.TextIOWrapper(err_bytes, encoding="utf-8", errors="strict", write_through=True)
+    err = io.TextIOWrapper(err_bytes, encoding="utf-8", errors="backslashreplace", write_through=True)
     saved = sys.stdout, sys.stderr
     code: int | None = None
     escaped = ""
