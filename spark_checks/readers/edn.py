@@ -21,9 +21,10 @@ itself), a decimal that overflows a 64-bit float (`1e999`), and a ratio with a z
 an op map (the stack that builds values is checked as it grows; no step recurses).
 
 Conventions (KNOSSOS_CONVENTIONS): initial value 0 (knossos core_test/test-examples checks
-cas-register with init 0 and multi-register with {:x 0 :y 0}); a nil read is "unconstrained" (knossos' models accept a nil read in any
-state: the value was not recorded); a `:fail` op, cas or read, "did-not-happen" (knossos
-`without-failures` drops every :fail op and its invocation).
+cas-register with init 0 and multi-register with {:x 0 :y 0}); a nil read is "unconstrained"
+(knossos' models accept a nil read in any state: the value was not recorded); a `:fail` op,
+cas or read, "did-not-happen" (knossos `without-failures` drops every :fail op and its
+invocation).
 
 Streaming: the file is read in 64 KiB chunks; each is scanned up to its last newline with one
 compiled regular expression (`findall`: the tokens, with newlines as tokens so lines are counted),
