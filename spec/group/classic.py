@@ -1113,6 +1113,13 @@ def offsets_expired_and_group_deleted(config: ClassicConfig, state: ClassicState
     return state.group.state is ClassicGroupState.DEAD and not state.group.offsets
 
 
+def joiner_refused_at_max_size(config: ClassicConfig, state: ClassicState) -> bool:
+    """A consumer was refused with GROUP_MAX_SIZE_REACHED while the group stayed Stable."""
+    return state.group.state is ClassicGroupState.STABLE and any(
+        consumer.fatal_error is Errors.GROUP_MAX_SIZE_REACHED for consumer in state.consumers
+    )
+
+
 def late_sync_refused(config: ClassicConfig, state: ClassicState) -> bool:
     """A SyncGroup was answered UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION: it came too late."""
     return bool(
@@ -1155,6 +1162,7 @@ WITNESSES: Mapping[str, Callable[[ClassicConfig, ClassicState], bool]] = {
     "static_member_restarted_in_place": static_member_restarted_in_place,
     "old_instance_fenced": old_instance_fenced,
     "late_sync_refused": late_sync_refused,
+    "joiner_refused_at_max_size": joiner_refused_at_max_size,
     "offsets_expired_and_group_deleted": offsets_expired_and_group_deleted,
     "moved_in_two_rounds": moved_in_two_rounds,
     "static_rejoin_settled": static_rejoin_settled,

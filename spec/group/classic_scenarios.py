@@ -352,6 +352,15 @@ SCENARIOS: tuple[Scenario[ClassicConfig], ...] = (
         reference="session.timeout.ms",
     ),
     _scenario(
+        "classic-group-max-size",
+        "group.max.size=2: a third consumer is refused with GROUP_MAX_SIZE_REACHED and stops; the group "
+        "does not rebalance",
+        ClassicConfig(consumers=_JOINER, group_max_size=2),
+        False,
+        witnesses=("joiner_refused_at_max_size",),
+        reference="KIP-389 (group.max.size)",
+    ),
+    _scenario(
         "classic-idle-consumer",
         "three consumers, two partitions (round-robin): one consumer reads nothing",
         ClassicConfig(consumers=_JOINER, partition_assignment_strategy=(ROUND_ROBIN,)),
