@@ -983,7 +983,8 @@ def controller_alter_partition(
             error = KafkaError.NEW_LEADER_ELECTED
         if partition.reassigning and not controller.partition.reassigning:
             history = replace(history, reassigned=True)
-    history = replace(history, answers=history.answers | {error})
+    if error is not KafkaError.NONE:
+        history = replace(history, answers=history.answers | {error})
     answer = (request, error, controller.partition)
     return KRaftState(
         controller,

@@ -118,7 +118,7 @@ def _format_set(members: frozenset[int]) -> str:
     return "{" + ",".join(str(member) for member in sorted(members)) + "}"
 
 
-def _describe_broker(config: KRaftConfig, state: KRaftState, broker_id: int) -> str:
+def _describe_broker(state: KRaftState, broker_id: int) -> str:
     broker = state.brokers[broker_id]
     registration = state.controller.registrations[broker_id]
     if not broker.up:
@@ -174,8 +174,7 @@ def describe_state(state: KRaftState) -> list[str]:
     if partition.reassigning:
         line += f"  adding {_format_set(partition.adding)} removing {_format_set(partition.removing)}"
     lines = [line]
-    config = KRaftConfig(brokers=len(state.brokers))
-    lines += [_describe_broker(config, state, broker_id) for broker_id in range(len(state.brokers))]
+    lines += [_describe_broker(state, broker_id) for broker_id in range(len(state.brokers))]
     history = state.history
     committed = " ".join(f"{offset}:v{value}" for offset, value in sorted(history.committed))
     extra = ""
