@@ -213,6 +213,10 @@ def explain(property_name: str, state: KRaftState) -> str:
             f"ISR {_format_set(partition.isr)} / ELR {_format_set(partition.elr)} contains a broker "
             "that lacks a committed record"
         )
+    if property_name == "isr_members_are_active":
+        return (
+            f"ISR {_format_set(partition.isr)} holds a broker that is fenced, shutting down or unregistered"
+        )
     if property_name == "online_leader_in_isr":
         return f"leader {partition.leader} is not in ISR {_format_set(partition.isr)}"
     if property_name == "clean_elections_only":

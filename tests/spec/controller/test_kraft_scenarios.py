@@ -271,3 +271,17 @@ def test_kafkas_reset_on_an_equal_partition_epoch_opens_the_maximal_isr_window(m
     assert (violation.property_name, len(violation.trace) - 1) == ("maximal_isr_covers_controller_isr", 7)
     actions = [type(step.action).__name__ for step in violation.trace[1:]]
     assert actions[-2:] == ["BrokerReplayMetadata", "ControllerAlterPartition"]
+
+
+@pytest.mark.parametrize("name", [*kraft.INVARIANTS, *kraft.STEP_PROPERTIES])
+def test_every_property_has_its_own_explanation(name):
+    state = violation_of("kraft-fenced-last-known-leader").trace[-1].state
+    assert explain(name, state) != f"{name} fails"
+
+
+def test_the_kafka_19522_trace_reads_as_the_story():
+    last = violation_of("kraft-fenced-last-known-leader").trace[-1].state
+    lines = describe_state(last)
+    assert "RECOVERING" in lines[0] and "leader 1" in lines[0]
+    assert "controller: fenced" in lines[2]
+    assert "last-known-leader elections 1" in lines[-1]
