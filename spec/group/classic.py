@@ -24,9 +24,11 @@ What it is
 
 Time
     Only whether a timeout *may* fire matters. A timer fires only for members that stopped
-    answering (their process is paused, crashed or gone): a running consumer heartbeats within
-    its session timeout, rejoins within the rebalance timeout once told to, and sends SyncGroup
-    within it. With `session_timeouts` off, every pause ends (or a static member is restarted)
+    answering (their process is paused, crashed or gone) or, for the pending-sync timer, whose
+    SyncGroup was lost: a running consumer heartbeats within its session timeout, rejoins within
+    the rebalance timeout once told to, and sends SyncGroup within it (so the model never
+    removes a healthy member, which in Kafka only a misconfigured timeout does). With
+    `session_timeouts` off, every pause ends (or a static member is restarted)
     within `session.timeout.ms`. A paused process reads nothing; when it resumes it first
     handles what reached it and talks to the coordinator (SyncGroup if it was about to, else a
     heartbeat) before it reads again: `KafkaConsumer.poll` runs the coordinator before it
@@ -43,7 +45,7 @@ Properties (`INVARIANTS`, `STEP_PROPERTIES`; `WITNESSES` say a pass is not vacuo
 
 Bounds
     The configuration's `max_*` fields bound what the environment does (spontaneous rejoins,
-    pauses, resumes, commits, leaves); they never appear in the protocol's guards. Each
+    pauses, resumes, commits, leaves, lost SyncGroups); they never appear in the protocol's guards. Each
     consumer process that is not an initial member starts at most once. Generations and member
     ids then stay bounded too: every rebalance and every new id has one of these events behind
     it, so each scenario's state space is finite and the checker explores all of it.

@@ -19,6 +19,21 @@ The pairs show a rule of Kafka's and what happens without it:
   are removed after the rebalance timeout (KAFKA-12890); without that timer a member whose
   SyncGroup was lost, heartbeating meanwhile, keeps the group waiting forever (the stuck check).
 
+What the checker shows
+
+* Eager consumers never read a partition twice, whatever the timing, because they own nothing
+  while they rebalance. Cooperative consumers keep reading while they rebalance, so they rely on
+  two more rules: the leader never moves a partition in one round, and a consumer that finds
+  itself out of the group (or late for its generation) gives its partitions up before it reads
+  again. Drop either and two consumers read one partition (`classic-cooperative-one-round`,
+  11 steps; `classic-late-sync-kafka-13419`, 12 steps).
+* The shortest KAFKA-13419 trace goes through a late SyncGroup answered UNKNOWN_MEMBER_ID (the
+  member was removed while it stalled). Keeping the partitions only after REBALANCE_IN_PROGRESS
+  (KAFKA-13419 proper, with the KAFKA-12983 reset fixed) is unsafe too, but needs a second
+  spontaneous rejoin: 15 steps with `max.rejoins=2`, none with one (a test checks both).
+* The coordinator's own rules are what keep a Stable group's assignment complete (KAFKA-9801)
+  and a rebalance from waiting forever (KAFKA-12890); the stuck check finds the latter.
+
 Configuration keys (`--set key=value`) use Kafka's names where Kafka has one.
 """
 

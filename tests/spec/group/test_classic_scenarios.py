@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from spec.checker import check
-from spec.group import classic, classic_coordinator
+from spec.group import classic, classic_consumer, classic_coordinator
 from spec.group.classic import ClassicConfig, ConsumerProcess
 from spec.group.classic_scenarios import CLASSIC_GROUP, SAFETY, SCENARIOS, model_for
 from spec.group.types import ClassicGroupState, Errors
@@ -220,3 +220,34 @@ def test_kafka_rules_hold_under_more_churn(name):
     result = check(model_for(CHURN[name], SAFETY), 80)
     assert result.violation is None and result.complete
     assert result.distinct_states > 5000
+
+
+def test_keeping_partitions_only_after_rebalance_in_progress_needs_a_second_rejoin(monkeypatch):
+    """KAFKA-13419 proper: the old rule only for REBALANCE_IN_PROGRESS answers (the KAFKA-12983
+    reset after UNKNOWN_MEMBER_ID fixed): safe with one spontaneous rejoin, two readers in 15
+    steps with two (as classic_scenarios' docstring says)."""
+    original = classic_consumer.on_sync_response
+
+    def keep_only_after_rebalance_in_progress(rules, consumer, response):
+        if response.error is not Errors.REBALANCE_IN_PROGRESS:
+            rules = replace(rules, failed_sync_gives_up_partitions=True)
+        return original(rules, consumer, response)
+
+    monkeypatch.setattr(classic_consumer, "on_sync_response", keep_only_after_rebalance_in_progress)
+    scenario = BY_NAME["classic-late-sync-kafka-13419"]
+    one = run_scenario(scenario)
+    assert one.result.violation is None and one.result.complete
+    two = run_scenario(replace(scenario, config=replace(scenario.config, max_rejoins=2)))
+    violation = two.result.violation
+    assert violation is not None and len(violation.trace) - 1 == 15
+    assert ("SyncGroup", Errors.UNKNOWN_MEMBER_ID) not in violation.trace[-1].state.answered
+
+
+@pytest.mark.parametrize("rejoins", [1, 2])
+def test_eager_consumers_need_neither_cooperative_rule(rejoins):
+    """The late-sync scenario with the old rule but eager consumers (range): nothing is owned
+    while rebalancing, so nothing is read twice."""
+    scenario = BY_NAME["classic-late-sync-kafka-13419"]
+    config = replace(scenario.config, partition_assignment_strategy=("range",), max_rejoins=rejoins)
+    outcome = run_scenario(replace(scenario, config=config))
+    assert outcome.result.violation is None and outcome.result.complete
