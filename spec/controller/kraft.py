@@ -1179,14 +1179,14 @@ def partition_state_valid(config: KRaftConfig, state: KRaftState) -> bool:
     return bool(partition.isr) and not partition.elr and not partition.last_known_elr
 
 
-def isr_members_are_active(state: KRaftState) -> bool:
-    """Every ISR member is registered, unfenced and not in controlled shutdown, except a last
-    member the ISR keeps without ELR: the controller removes a broker from every ISR when it
-    fences it or it begins a controlled shutdown, and AlterPartition refuses such members
-    (KIP-841, INELIGIBLE_REPLICA)."""
+def isr_members_are_active(config: KRaftConfig, state: KRaftState) -> bool:
+    """Every ISR member is registered, unfenced and not in controlled shutdown: the
+    controller removes a broker from every ISR when it fences it or it begins a controlled
+    shutdown, and AlterPartition refuses such members (KIP-841, INELIGIBLE_REPLICA). Without
+    ELR the ISR keeps its last member even when it is fenced (the partition is then offline)."""
     partition = state.controller.partition
-    if len(partition.isr) == 1 and not partition.has_leader:
-        return True  # the last replica standing (ELR off)
+    if config.elr is ElrRule.DISABLED and len(partition.isr) == 1 and not partition.has_leader:
+        return True  # the last replica standing
     return all(_active(state.controller, member) for member in partition.isr)
 
 
@@ -1294,7 +1294,7 @@ INVARIANTS: dict[str, Invariant] = {
     "online_leader_in_isr": _plain(online_leader_in_isr),
     "leader_not_fenced": _plain(leader_not_fenced),
     "partition_state_valid": partition_state_valid,
-    "isr_members_are_active": _plain(isr_members_are_active),
+    "isr_members_are_active": isr_members_are_active,
     "maximal_isr_covers_controller_isr": maximal_isr_covers_controller_isr,
     "committed_records_survive": committed_records_survive,
     "committed_records_survive_lossy_shutdowns": committed_records_survive_lossy_shutdowns,
