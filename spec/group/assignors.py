@@ -261,3 +261,24 @@ def partitions_moved_in_one_round(
         if partition not in member.owned_partitions
     }
     return tuple(sorted(revoked & added))
+
+
+__all__ = [
+    "ASSIGNORS",
+    "COOPERATIVE_STICKY",
+    "RANGE",
+    "ROUND_ROBIN",
+    "SUPPORTED_PROTOCOLS",
+    "Assignor",
+    "GroupAssignment",
+    "MemberSubscription",
+    "all_partitions",
+    "cooperative_sticky_assign",
+    "member_order",
+    "partitions_moved_in_one_round",
+    "range_assign",
+    "rebalance_protocol",
+    "round_robin_assign",
+    "sticky_assign",
+    "valid_claims",
+]

@@ -343,3 +343,23 @@ def leave(consumer: Consumer) -> Consumer:
         sync_response=None,
         leader_members=(),
     )
+
+
+__all__ = [
+    "FATAL_ERRORS",
+    "ClientPhase",
+    "ClientStatus",
+    "Consumer",
+    "ConsumerRules",
+    "commit_request",
+    "heartbeat_request",
+    "join_request",
+    "leader_assignment",
+    "leave",
+    "may_heartbeat",
+    "on_heartbeat_response",
+    "on_join_response",
+    "on_sync_response",
+    "prepare_join",
+    "sync_request",
+]
