@@ -13,12 +13,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from spark_checks import kafka_checker
 from spark_checks.checking import Budget, Plan, check_part, kafka_context, split_calls
-from spark_checks.history import Call, Verdict, pair_calls
+from spark_checks.engine import VerifyOptions, verify_history
+from spark_checks.history import Call, Operation, OpType, Verdict, pair_calls
 from spark_checks.kafka_histories import generate_history
 from spark_checks.readers import write_jsonl
 from tests.helpers import run_cli
@@ -141,3 +143,33 @@ def test_the_kafkaspec_program_ends_within_a_second_of_its_budget() -> None:
     elapsed = time.perf_counter() - started
     assert completed.returncode in (1, 3), completed.stderr  # invalid, or unknown on a loaded machine
     assert elapsed < budget + 1, elapsed
+
+
+@pytest.mark.parametrize("model", ["kafka", "kv"])
+def test_both_engines_answer_unknown_past_the_deadline(spark: Any, tmp_path: Path, model: str) -> None:
+    # The deadline travels with the plan into the Spark tasks: a part they reach after it is
+    # not checked, as on the local engine.
+    history = tmp_path / f"{model}.jsonl"
+    if model == "kafka":
+        write_jsonl(history, generate_history(400, 3, seed=5))
+    else:
+        write_jsonl(history, pair_free_kv_operations())
+    late = Budget(deadline=time.time() - 1)
+    for engine in ("local", "spark"):
+        report = verify_history(history, VerifyOptions(engine=engine, budget=late), spark=spark)
+        assert report.verdict is Verdict.UNKNOWN, engine
+        assert {result.evidence["reason"] for result in report.results} == {
+            "not checked: time budget exhausted"
+        }, engine
+        in_time = verify_history(history, VerifyOptions(engine=engine), spark=spark)
+        assert in_time.verdict is Verdict.VALID, engine
+
+
+def pair_free_kv_operations() -> list[Operation]:
+    """Sequential appends and reads on two keys: linearizable."""
+    operations: list[Operation] = []
+    for number in range(6):
+        key = f"k{number % 2}"
+        for kind in (OpType.INVOKE, OpType.OK):
+            operations.append(Operation(len(operations), 0, kind, "append", f"<{number}>", key))
+    return operations
