@@ -1216,7 +1216,15 @@ def _loss_is_excused(config: KRaftConfig, history: History, elr_promise: bool = 
     """When Kafka does not promise that committed records survive: after an unclean or
     last-known-leader election, or after a crash that lost unflushed records, unless ELR is
     on and fewer such crashes happened than min.insync.replicas (KIP-966 tolerates
-    min ISR - 1 of them). `elr_promise` holds every configuration to KIP-966's promise."""
+    min ISR - 1 of them). `elr_promise` holds every configuration to KIP-966's promise.
+
+    The last-known-leader election is KIP-966's deliberate "last known leader" behaviour,
+    kept for availability, and happens with `unclean.leader.election.enable=false`: once the
+    last leader lost records in a crash and every ELR member restarted uncleanly (even one
+    that lost nothing is removed from the ELR, since the controller cannot tell), the last
+    leader is elected when it returns and the committed records it lost are gone (the
+    checker finds this in 12 steps with two crashes, one lossy). KIP-966 counts such
+    restarts as unclean shutdowns, two of them with min ISR 2: beyond its promise."""
     if history.unclean_elections or history.last_known_leader_elections:
         return True
     if not history.lossy_crashes:
