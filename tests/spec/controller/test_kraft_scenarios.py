@@ -9,7 +9,7 @@ from types import ModuleType
 
 import pytest
 
-from spec.checker import Violation
+from spec.checker import Violation, check
 from spec.controller import kraft, kraft_alter_partition, kraft_partitions
 from spec.controller.kraft import (
     BrokerCrash,
@@ -23,7 +23,7 @@ from spec.controller.kraft import (
 )
 from spec.controller.kraft_alter_partition import AlterPartitionRule
 from spec.controller.kraft_partitions import ElrRule, LastKnownLeaderRule
-from spec.controller.kraft_scenarios import MACHINE, SCENARIOS, describe_state, explain
+from spec.controller.kraft_scenarios import MACHINE, SCENARIOS, describe_state, explain, model_for
 from spec.machines import ScenarioOutcome, run_scenario
 from spec.scenarios import SCENARIOS_BY_NAME
 
@@ -285,3 +285,28 @@ def test_the_kafka_19522_trace_reads_as_the_story():
     assert "RECOVERING" in lines[0] and "leader 1" in lines[0]
     assert "controller: fenced" in lines[2]
     assert "last-known-leader elections 1" in lines[-1]
+
+
+@pytest.mark.slow
+def test_the_last_known_leader_election_loses_committed_data_with_unclean_election_off():
+    """The claim in `_loss_is_excused`'s docstring: with ELR, min ISR 2 and unclean election
+    off, two crashes (one losing the last leader's records) lead to a last-known-leader
+    election that loses a committed record, in 12 steps."""
+    config = KRaftConfig(max_crashes=2, max_lossy_crashes=1, max_lost_sessions=1, max_alter_partitions=0)
+
+    def lost_without_unclean_election(state: KRaftState) -> bool:
+        history = state.history
+        leader = state.controller.partition.leader
+        if not history.committed or history.unclean_elections or leader == -1:
+            return True
+        if not kraft._is_true_leader(state, leader):
+            return True
+        return all(offset < len(state.brokers[leader].log) for offset, _ in history.committed)
+
+    model = model_for(config, (), ())
+    model = dataclasses.replace(model, invariants={"kept": lost_without_unclean_election})
+    violation = check(model, 12).violation
+    assert violation is not None and len(violation.trace) - 1 == 12
+    last = violation.trace[-1].state
+    assert last.history.last_known_leader_elections == 1 and last.history.unclean_elections == 0
+    assert not config.unclean_leader_election
