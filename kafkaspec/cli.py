@@ -609,6 +609,8 @@ def conformance_command(
     from conformance.run import run_conformance
 
     depth = DEFAULT_DEPTH if depth is None else depth
+    if not math.isfinite(command_seconds):
+        raise UsageProblem(f"--command-timeout must be a finite number of seconds, got {command_seconds}")
 
     if ":" in target and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # MODULE:FACTORY names a module of the user's project (as uvicorn)

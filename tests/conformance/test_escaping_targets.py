@@ -97,7 +97,7 @@ def test_a_partition_that_hangs_is_stopped_and_reported(
     assert "observe() after" in out and "did not answer within 0.3 s" in out
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "nan"])
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf"])
 def test_a_bad_command_timeout_is_bad_input(capsys: pytest.CaptureFixture[str], value: str) -> None:
     code, _, err = conformance(capsys, "--target", "reference", "--command-timeout", value)
     assert code == 2
