@@ -700,12 +700,8 @@ def handle_heartbeat(
         # getOrMaybeSubscribeStaticConsumerGroupMember: replace the instance iff it left with -2
         if member.epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             return coordinator, HeartbeatResponse(Errors.UNRELEASED_INSTANCE_ID)
-        member = replace(
-            member,
-            epoch=JOIN_GROUP_MEMBER_EPOCH,
-            previous_epoch=JOIN_GROUP_MEMBER_EPOCH,
-            assignment_epochs=tuple((p, 0) for p, _ in member.assignment_epochs),
-        )
+        # the new member id takes the old member's record (assignment and its epochs) at epoch 0
+        member = replace(member, epoch=JOIN_GROUP_MEMBER_EPOCH, previous_epoch=JOIN_GROUP_MEMBER_EPOCH)
     else:
         fenced = member_epoch_error(member, epoch, request.owned, config.rejoin)
         if fenced is not None:
@@ -992,7 +988,8 @@ def _handle_commit(
     owner = coordinator.owners[commit.partition]
     undisturbed = state.history.tenure[commit.partition] == commit.tenure
     kept = state.history.releases[commit.partition] == commit.releases
-    holds = member is not None and owner is not None and owner[0] == index and kept
+    # a member that left for now (-2) is not expected to commit: its late commits may be refused
+    holds = member is not None and member.epoch >= 0 and owner is not None and owner[0] == index and kept
     if error is Errors.NONE:
         events = [Event.COMMIT_ACCEPTED]
         if not undisturbed:
