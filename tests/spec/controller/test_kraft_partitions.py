@@ -6,9 +6,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spec.controller.kraft_partitions import (
     NO_LEADER,
+    NO_LEADER_CHANGE,
     ChangeOutcome,
     Election,
     ElrRule,
@@ -235,3 +238,78 @@ def test_removing_a_follower_by_reassignment_bumps_the_leader_epoch():
     outcome = build(part, {0, 1, 2}, active(0, 1, 2), min_isr=1)
     assert outcome.record is not None and outcome.record.leader == 0  # same leader, epoch bumped
     assert merge(part, outcome.record).leader_epoch == 6
+
+
+# --- properties of every change the builder makes ---------------------------------------------
+
+BROKERS = (0, 1, 2)
+members = st.frozensets(st.sampled_from(BROKERS))
+
+
+@st.composite
+def partitions(draw: st.DrawFn, elr: ElrRule, min_isr: int) -> PartitionRegistration:
+    """A registration the controller can reach: ISR and ELR disjoint; an ELR only with ELR on
+    and an ISR below min ISR; a leader in the ISR, or, when offline, an empty ISR (ELR on) or
+    a last replica standing (ELR off); at most one last known leader, only with ELR."""
+    replicas = tuple(draw(st.permutations(BROKERS)))
+    online = draw(st.booleans())
+    if online:
+        isr = draw(st.frozensets(st.sampled_from(BROKERS), min_size=1))
+        leader = draw(st.sampled_from(sorted(isr)))
+    else:
+        isr = frozenset() if elr is ElrRule.ENABLED else frozenset({draw(st.sampled_from(BROKERS))})
+        leader = NO_LEADER
+    elr_members: frozenset[int] = frozenset()
+    last_known: tuple[int, ...] = ()
+    if elr is ElrRule.ENABLED:
+        if len(isr) < min_isr:
+            # With min ISR 1 only the last ISR member ever moves to the ELR.
+            elr_members = draw(st.frozensets(st.sampled_from(BROKERS), max_size=min_isr))
+            elr_members -= isr
+        last_known = tuple(draw(st.lists(st.sampled_from(BROKERS), max_size=1)))
+    return PartitionRegistration(
+        replicas=replicas,
+        isr=isr,
+        leader=leader,
+        leader_epoch=3,
+        partition_epoch=7,
+        elr=elr_members,
+        last_known_elr=last_known,
+    )
+
+
+@st.composite
+def changes(draw: st.DrawFn) -> tuple[PartitionRegistration, frozenset[int], int, ElrRule]:
+    """A registration and a target ISR the controller can ask for: the ISR minus a broker
+    being removed, or (AlterPartition) any set with the leader."""
+    elr = draw(st.sampled_from(ElrRule))
+    min_isr = draw(st.integers(1, 3))
+    part = draw(partitions(elr, min_isr))
+    if part.has_leader and draw(st.booleans()):
+        target = draw(members) | {part.leader}
+    else:
+        target = part.isr - {draw(st.sampled_from(BROKERS))}
+    return part, target, min_isr, elr
+
+
+@settings(max_examples=200, deadline=None)
+@given(change=changes(), accepted=members, election=st.sampled_from(Election))
+def test_every_change_keeps_the_registration_valid(change, accepted, election):
+    part, target, min_isr, elr = change
+    outcome = build(part, set(target), lambda broker: broker in accepted, min_isr, election, elr, FIXED)
+    if outcome.record is None:
+        return
+    after = merge(part, outcome.record)
+    assert after.partition_epoch == part.partition_epoch + 1
+    assert after.leader_epoch == part.leader_epoch + (outcome.record.leader != NO_LEADER_CHANGE)
+    assert not after.isr & after.elr
+    if after.leader != part.leader and after.has_leader:
+        assert after.leader in after.isr and after.leader in accepted  # never a fenced leader
+        assert after.leader in target or outcome.from_elr or outcome.unclean
+    if elr is ElrRule.ENABLED:
+        assert not after.elr or len(after.isr) < min_isr
+    else:
+        assert not after.elr and (after.isr or not part.isr)
+    if outcome.unclean:
+        assert after.isr == {after.leader}
+        assert election is Election.UNCLEAN or after.leader == part.last_known_elr[0]
