@@ -165,7 +165,7 @@ def check_conventions(raw: object, position: Position) -> dict[str, JsonValue]:
 MAX_NESTING: Final = 100
 """How deep lists and maps may nest inside an operation's value, key or process: a value
 `[[...]]` with 100 brackets is read, one with 101 is bad input. Histories nest a handful of
-levels (a Kafka poll result: 4); the bound keeps every recursive step that values go through
+levels (a Kafka poll's value: 5); the bound keeps every recursive step that values go through
 (JSON decoders and encoders, `repr`, the models' freezing) far inside Python's recursion
 limit, so that depth is an input error with a position, never a `RecursionError`."""
 
@@ -183,8 +183,9 @@ _AS_SQUARE: Final = str.maketrans("{}", "[]")
 def nests_deeper(text: str | bytes, levels: int) -> bool:
     """Whether JSON text opens more than `levels` lists or objects inside one another (what
     a recursive decoder would descend), brackets inside strings not counted. Text that is
-    not balanced JSON counts its unclosed openers as nesting: a decoder descends them too.
-    Cheap for the usual line (two counts), exact for the rest."""
+    not balanced JSON counts its unclosed openers as nesting too (a decoder descends them):
+    for it the answer may err towards "deeper", for balanced text it is exact. Two counts for
+    the usual line; the rest takes a round of C-speed string passes per level."""
     if len(text) <= levels:
         return False
     if isinstance(text, bytes):
