@@ -11,20 +11,23 @@ Requests (`ControllerChannelManager`, `AbstractControlRequest`)
       KIP-570 (Kafka 2.6) it carried no leader epoch; this is that version.
     * `UpdateMetadata`: refresh the broker's metadata cache. Its only effect the properties
       here can see is that the broker learns the controller epoch, which is what fences
-      older controllers, so the cache contents are left out.
+      older controllers, so the cache contents are left out. The model sends it where it is
+      the first request a broker gets from a controller (failover, a broker starting up); the
+      others Kafka sends (after every election and ISR change) would only repeat the same
+      controller epoch to the same broker incarnation, and are left out too.
 
 Channels
     Each broker has one channel holding the requests on their way to it, from any
-    controller. A channel is a set (sorted tuple): a request may be delivered in any order
-    (Kafka keeps one queue per controller and broker, but two controllers, a zombie and its
-    successor, talk to the same broker at once, and retries and timeouts reorder further),
-    duplicated (delivered now and again later) or lost, the last two within the scenario's
-    bounds. A request sent to a broker that already has the same request in flight is the
-    same message. Requests to a broker the controller considers dead are not sent (the
-    channel manager has no connection to it, `ControllerChannelManager.removeBroker`) and
-    those in flight stay (Kafka's send thread retries them until the broker is removed), so
-    a broker that bounces faster than the controller notices receives its previous
-    incarnation's requests: KIP-380's second problem.
+    controller, in the order they were sent. One controller's requests to a broker arrive in
+    that order (`ControllerChannelManager` keeps one queue and one connection per broker), but
+    two controllers, a zombie and its successor, talk to the same broker at once, so their
+    requests interleave in any way. A request may also be duplicated (delivered now and again
+    later) or lost, within the scenario's bounds. A request sent to a broker that already has
+    the same request in flight is the same message. Requests to a broker the controller
+    considers dead are not sent (the channel manager has no connection to it,
+    `ControllerChannelManager.removeBroker`) and those in flight stay (Kafka's send thread
+    retries them until the broker is removed), so a broker that bounces faster than the
+    controller notices receives its previous incarnation's requests: KIP-380's second problem.
 
 Protocol rules (named, so a counterexample can be replayed against the rule it needs)
     `stale-controller-epoch`         a broker refuses a request whose controller epoch is older
@@ -134,10 +137,18 @@ class Request:
 
 
 def with_request(channel: tuple[Request, ...], request: Request) -> tuple[Request, ...]:
-    """`channel` with `request` in flight (a request already in flight is the same message)."""
+    """`channel` with `request` sent last (a request already in flight is the same message)."""
     if request in channel:
         return channel
-    return tuple(sorted((*channel, request)))
+    return (*channel, request)
+
+
+def deliverable(channel: tuple[Request, ...], index: int) -> bool:
+    """The `index`-th request can arrive now: no request of the same controller (epoch) was
+    sent before it. One controller's requests to a broker travel in order on one connection;
+    two controllers' requests (a zombie's and its successor's) interleave freely."""
+    epoch = channel[index].controller_epoch
+    return all(earlier.controller_epoch != epoch for earlier in channel[:index])
 
 
 def without_request(channel: tuple[Request, ...], index: int) -> tuple[Request, ...]:

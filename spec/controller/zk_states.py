@@ -59,7 +59,6 @@ from __future__ import annotations
 import enum
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
 
 class PartitionState(enum.Enum):
@@ -86,8 +85,6 @@ class ReplicaState(enum.Enum):
 
     __hash__ = object.__hash__
 
-
-S = TypeVar("S", "PartitionState", "ReplicaState")
 
 _P = PartitionState
 _R = ReplicaState
@@ -120,29 +117,6 @@ def partition_move_is_legal(current: PartitionState, target: PartitionState) -> 
 def replica_move_is_legal(current: ReplicaState, target: ReplicaState) -> bool:
     """Kafka's `checkValidReplicaStateChange` for one replica."""
     return current in REPLICA_VALID_PREVIOUS[target]
-
-
-def _reachable(valid_previous: Mapping[S, frozenset[S]]) -> frozenset[tuple[S, S]]:
-    """Pairs (a, b) such that b can be reached from a by zero or more legal moves."""
-    states = tuple(valid_previous)
-    pairs = {(state, state) for state in states}
-    changed = True
-    while changed:
-        changed = False
-        for target, sources in valid_previous.items():
-            for source in sources:
-                for start, end in tuple(pairs):
-                    if end == source and (start, target) not in pairs:
-                        pairs.add((start, target))
-                        changed = True
-    return frozenset(pairs)
-
-
-PARTITION_REACHABLE: frozenset[tuple[PartitionState, PartitionState]] = _reachable(PARTITION_VALID_PREVIOUS)
-"""(from, to) pairs joined by a chain of legal partition moves: what one controller event may do."""
-
-REPLICA_REACHABLE: frozenset[tuple[ReplicaState, ReplicaState]] = _reachable(REPLICA_VALID_PREVIOUS)
-"""(from, to) pairs joined by a chain of legal replica moves."""
 
 
 # ---------------------------------------------------------------------------------------
