@@ -35,6 +35,9 @@ Kafka up to 4.1 (`bump_after_revocation`), at its current epoch since Kafka 4.2 
 apache/kafka #21107: "partitions can only be owned by a single member at any given epoch").
 The +1 is what made a commit sent before the revocation stale under the exact commit rule.
 
+Not modelled: KAFKA-19449 (Kafka 4.2) no longer counts a partition the member itself is
+revoking as unreleased, which saves one heartbeat when the target gives it back at once.
+
 KIP-1251 (Kafka 4.3, KAFKA-20066) adds an *assignment epoch* per assigned partition: the member
 epoch at which the partition was added to the member; kept partitions keep theirs, and the
 offset-commit rule checks it (`spec.group.consumer`). The spec keeps it under both commit rules.

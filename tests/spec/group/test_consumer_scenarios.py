@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 import spec.group.consumer_reconciliation as reconciliation
+from kafkaspec.docs import diagram_graph
 from spec._frozen import replace
 from spec.group import consumer
 from spec.group.consumer_scenarios import CONSUMER_GROUP, MACHINE, SCENARIOS, describe_state, explain
@@ -88,6 +89,20 @@ def test_describe_state_lines_have_stable_labels() -> None:
         assert labels[:4] == ["group", "member m0", "member m1", "member m2"]
         assert labels[4:7] == ["consumer 0", "consumer 1", "consumer 2"]
         assert labels[7] == "partition epochs"
+
+
+def test_state_diagram_reaches_every_member_state() -> None:
+    graph = diagram_graph(MACHINE)
+    assert graph is not None
+    for node in (
+        "no member / consumer joining",
+        "stable / consumer member",
+        "unrevoked_partitions / consumer member",
+        "unreleased_partitions / consumer member",
+        "left for now (-2) / consumer stopped",
+        "no member / consumer member",  # fenced by the rebalance timeout, not yet told
+    ):
+        assert node in graph.nodes
 
 
 def test_settings_and_validation() -> None:
