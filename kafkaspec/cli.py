@@ -751,7 +751,8 @@ def docs_command(out: Path) -> int:
 
     try:
         check_output_dir(out)
-        result = build_docs(out)
+        with _progress(Console(stderr=True), sys.stderr.isatty()) as progress_for:
+            result = build_docs(out, say=progress_for("docs"))
     except DocsError as error:
         raise UsageProblem(str(error)) from None
     for warning in result.warnings:

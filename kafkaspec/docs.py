@@ -982,6 +982,23 @@ def _index_page(title: str, intro: str, entries: Sequence[tuple[str, str]]) -> s
     return _heading(title, "=", overline=True) + "\n" + intro + "\n\n" + toctree + "\n"
 
 
+def _scenario_index() -> str:
+    """The scenarios, machine by machine: a table each (name, expected outcome, question)."""
+    out = [
+        _heading("Scenarios", "=", overline=True),
+        "Each named question the model checker settles (``kafkaspec check --all`` runs them all). "
+        "A page shows the configuration, the bounds, the outcome, and the trace step by step.\n",
+    ]
+    for machine in MACHINES:
+        mine = [scenario for scenario in SCENARIOS if scenario.machine is machine]
+        out.append(_heading(f"{machine.name}: {machine.title}", "-"))
+        rows = [(f":doc:`{scenario.name}`", scenario.expected, scenario.summary) for scenario in mine]
+        out.append(_table(("scenario", "expected", "question"), rows, "25 15 60"))
+    toctree = "\n".join(f"   {scenario.name}" for scenario in SCENARIOS)
+    out.append(f".. toctree::\n   :hidden:\n   :maxdepth: 1\n\n{toctree}\n")
+    return "\n".join(out)
+
+
 def _scenario_page_text(index: int) -> str:
     """Check `SCENARIOS[index]` and write its page (in a worker process, or here)."""
     scenario = SCENARIOS[index]
@@ -999,9 +1016,11 @@ def _scenario_pages(workers: int) -> list[str]:
         return list(pool.map(_scenario_page_text, range(len(SCENARIOS))))
 
 
-def generate_pages(srcdir: Path, has_dot: bool, workers: int = 1) -> list[str]:
+def generate_pages(
+    srcdir: Path, has_dot: bool, workers: int = 1, say: Callable[[str], None] = lambda _: None
+) -> list[str]:
     """Write the generated pages into `srcdir` (beside the hand-written ones); returns their
-    document names. `workers` processes check the scenarios."""
+    document names. `workers` processes check the scenarios; `say` hears what is being done."""
     written: list[str] = []
 
     def write(docname: str, text: str) -> None:
@@ -1015,6 +1034,7 @@ def generate_pages(srcdir: Path, has_dot: bool, workers: int = 1) -> list[str]:
     docs = {id(machine): read_machine(machine, SCENARIOS) for machine in MACHINES}
     for machine in MACHINES:
         doc = docs[id(machine)]
+        say(f"the {machine.name} page and its diagram")
         write(f"machines/{machine.name}", machine_page(doc, diagram_graph(machine), has_dot))
         machine_entries.append((f"{machine.name}: {machine.title}", f"{machine.name}"))
         for module_name in machine.modules[1:]:
@@ -1031,21 +1051,10 @@ def generate_pages(srcdir: Path, has_dot: bool, workers: int = 1) -> list[str]:
             [*machine_entries, *module_entries],
         ),
     )
-    scenario_entries = []
+    say(f"checking {len(SCENARIOS)} scenarios for their pages")
     for scenario, page in zip(SCENARIOS, _scenario_pages(workers), strict=True):
         write(f"scenarios/{scenario.name}", page)
-        scenario_entries.append(
-            (f"{scenario.name} ({scenario.machine.name}, {scenario.expected})", scenario.name)
-        )
-    write(
-        "scenarios/index",
-        _index_page(
-            "Scenarios",
-            "Each named question the model checker settles (``kafkaspec check --all`` runs them all). "
-            "A page shows the configuration, the bounds, the outcome, and the trace step by step.",
-            scenario_entries,
-        ),
-    )
+    write("scenarios/index", _scenario_index())
     return written
 
 
@@ -1054,7 +1063,9 @@ def generate_pages(srcdir: Path, has_dot: bool, workers: int = 1) -> list[str]:
 # ---------------------------------------------------------------------------------------
 
 
-def build_docs(out: Path, workers: int | None = None) -> BuildResult:
+def build_docs(
+    out: Path, workers: int | None = None, say: Callable[[str], None] = lambda _: None
+) -> BuildResult:
     """Generate the pages and build the site into `out` (a new or empty directory, or a
     previous build, which is replaced). `workers` processes (default: the idle cores, as
     `kafkaspec check --workers auto`) check the scenarios and run Sphinx."""
@@ -1077,7 +1088,8 @@ def build_docs(out: Path, workers: int | None = None) -> BuildResult:
     with tempfile.TemporaryDirectory(prefix="kafkaspec-docs-") as scratch:
         srcdir = Path(scratch) / "src"
         shutil.copytree(DOCS_SOURCE, srcdir, ignore=shutil.ignore_patterns("__pycache__", "_build"))
-        generated = generate_pages(srcdir, has_dot, workers)
+        generated = generate_pages(srcdir, has_dot, workers, say)
+        say("Sphinx: building the HTML")
         warnings = io.StringIO()
         app = Sphinx(
             srcdir=str(srcdir),
