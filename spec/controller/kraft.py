@@ -61,8 +61,8 @@ replayed against the rule it broke and the rule that fixed it)
     `elr`               KIP-966 eligible leader replicas on/off
     `last_known_leader` KAFKA-19522: may a fenced last known leader be elected?
     `alter_partition`   KIP-903: are the broker epochs of new ISR members checked?
-    `leader_isr`        KIP-497: does the leader's HW wait for the maximal ISR, or only for the
-                        ISR it knows is committed?
+    `leader_isr`        KIP-497: does the leader's HW wait for the maximal ISR, only for the
+                        ISR it knows is committed, or (KAFKA) as Kafka's code does?
     `high_watermark`    KIP-966 part 1 (KAFKA-15583): may the HW advance while the ISR is below
                         min.insync.replicas? (ELR relies on it not doing so)
 
@@ -72,15 +72,20 @@ KIP-841 (the controller's check is the authority; the filter only saves requests
 sessions, acks and consumers, directories, the PREFERRED election, topic deletion.
 
 Where the model departs from Kafka's code, and why
-    * A leader that replays an image whose partition epoch is no newer than the one its
-      pending AlterPartition was built on keeps the pending expansion in its maximal ISR.
-      Kafka's `Partition.makeLeader` accepts an equal partition epoch and resets to the
-      committed ISR, so an expansion still in flight can be committed by the controller
-      while the leader's maximal ISR lacks the new member; Kafka's HW then still waits for
-      it through `shouldWaitForReplicaToJoinIsr` (caught-up, ISR-eligible replicas), i.e.
-      for as long as `replica.lag.time.max.ms` counts it as caught up. The model, which has
-      no clock, keeps the expansion instead; with Kafka's reset the checker finds the
-      maximal-ISR invariant broken in 7 steps.
+    * Under the default `LeaderIsrRule.MAXIMAL`, a leader that replays an image whose
+      partition epoch is no newer than the one its pending AlterPartition was built on keeps
+      the pending expansion in its maximal ISR. Kafka's `Partition.makeLeader` (source of
+      October 2024) accepts an equal partition epoch and resets to the committed ISR, so an
+      expansion still in flight can be committed by the controller while the leader's
+      maximal ISR lacks the new member; the HW then waits for that member only through
+      `shouldWaitForReplicaToJoinIsr`, i.e. while `replica.lag.time.max.ms` counts it as
+      caught up. `LeaderIsrRule.KAFKA` is that code as written, with the lag time as an
+      action: scenario `kraft-makeleader-reset` shows that if the leader replays its own
+      accepted expansion only after the new member has lagged for the lag time, the HW
+      passes a member of the controller's ISR, and a clean election loses a committed
+      record (13 steps, no unclean election, no data-losing crash). In Kafka this needs the
+      leader's metadata replay to stall for `replica.lag.time.max.ms` while its heartbeats
+      still reach the controller.
     * The controller removes a broker that re-registers after an unclean shutdown from the
       ISR and ELR whatever the ELR rule (Kafka does so from metadata version 3.7, with or
       without ELR); without ELR the ISR keeps a last member anyway.
@@ -133,10 +138,15 @@ NOT_REGISTERED = -1
 
 
 class LeaderIsrRule(enum.Enum):
-    """Which ISR the leader's high watermark waits for."""
+    """Which replicas the leader's high watermark waits for."""
 
-    MAXIMAL = "maximal"  # KIP-497 / Kafka 2.7+: committed ISR plus a pending expansion
+    MAXIMAL = "maximal"  # KIP-497: committed ISR plus a pending expansion, kept until answered
     COMMITTED = "committed"  # only the ISR the leader knows is committed (the AsyncIsr bug)
+    # Kafka's code as written: the maximal ISR, reset to the committed ISR by any image of the
+    # same partition epoch (`makeLeader`), plus the followers still caught up
+    # (`shouldWaitForReplicaToJoinIsr`), which a follower stops being after lagging for
+    # `replica.lag.time.max.ms` (`LeaderFollowerFallsBehind`).
+    KAFKA = "kafka"
 
     __hash__ = object.__hash__
 
@@ -209,6 +219,7 @@ class LeaderState:
     follower_ends: tuple[int | None, ...]  # per broker: fetch offset of its last fetch this epoch
     follower_epochs: tuple[int, ...]  # per broker: the broker epoch that fetch carried (KIP-903)
     pending: AlterPartitionRequest | None = None  # the AlterPartition whose outcome it awaits
+    caught_up: frozenset[BrokerId] = frozenset()  # LeaderIsrRule.KAFKA: followers `isCaughtUp`
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
 
@@ -404,6 +415,16 @@ class LeaderHandleAlterPartitionResponse:
 
 @fast_init
 @dataclass(frozen=True, slots=True)
+class LeaderFollowerFallsBehind:
+    """`follower` has not reached `leader`'s log end for `replica.lag.time.max.ms`: it is no
+    longer caught up (`LeaderIsrRule.KAFKA` only)."""
+
+    leader: BrokerId
+    follower: BrokerId
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
 class ControllerReassign:
     """An operator reassigns the partition to the configured target."""
 
@@ -421,6 +442,7 @@ Action = (
     | LeaderAlterPartition
     | ControllerAlterPartition
     | LeaderHandleAlterPartitionResponse
+    | LeaderFollowerFallsBehind
     | ControllerReassign
 )
 
@@ -564,7 +586,7 @@ def _advance_high_watermark(config: KRaftConfig, state: KRaftState, broker_id: B
     ):
         return state
     new_hw = len(broker.log)
-    for member in leader.maximal_isr:
+    for member in hw_replicas(config, leader):
         if member != broker_id:
             end = leader.follower_ends[member]
             new_hw = min(new_hw, end if end is not None else 0)
@@ -577,6 +599,15 @@ def _advance_high_watermark(config: KRaftConfig, state: KRaftState, broker_id: B
             history = replace(state.history, committed=state.history.committed | entries)
             state = replace(state, history=history)
     return state
+
+
+def hw_replicas(config: KRaftConfig, leader: LeaderState) -> frozenset[BrokerId]:
+    """The replicas the leader's HW waits for: its maximal ISR, and under `LeaderIsrRule.KAFKA`
+    also the followers still caught up (`shouldWaitForReplicaToJoinIsr`; the model does not
+    check their ISR eligibility, which only makes the HW wait longer)."""
+    if config.leader_isr is LeaderIsrRule.KAFKA:
+        return leader.maximal_isr | leader.caught_up
+    return leader.maximal_isr
 
 
 def _apply_image(config: KRaftConfig, broker: Broker, broker_id: BrokerId, controller: Controller) -> Broker:
@@ -602,8 +633,16 @@ def _apply_image(config: KRaftConfig, broker: Broker, broker_id: BrokerId, contr
             epoch_start_offset=len(broker.log),
             follower_ends=unknown_ends,
             follower_epochs=tuple(UNKNOWN_BROKER_EPOCH for _ in config.broker_ids),
+            # `resetReplicaState`: ISR followers start caught up.
+            caught_up=partition.isr - {broker_id}
+            if config.leader_isr is LeaderIsrRule.KAFKA
+            else frozenset(),
         )
-    elif leader.pending is not None and leader.pending.partition_epoch >= partition.partition_epoch:
+    elif (
+        config.leader_isr is not LeaderIsrRule.KAFKA
+        and leader.pending is not None
+        and leader.pending.partition_epoch >= partition.partition_epoch
+    ):
         # An image no newer than the state the pending request was built on (the leader
         # already had it from an AlterPartition answer): the request can still succeed.
         # Kafka's `makeLeader` resets to the committed ISR here too and relies on
@@ -880,13 +919,18 @@ def follower_fetch(config: KRaftConfig, state: KRaftState, action: FollowerFetch
         leader.follower_ends[action.follower] == fetch_offset
         and leader.follower_epochs[action.follower] == follower.broker_epoch
         and fetch_offset == len(leader_broker.log)
+        and (config.leader_isr is not LeaderIsrRule.KAFKA or action.follower in leader.caught_up)
         and follower.high_watermark == leader_broker.high_watermark
     ):
         return None  # nothing to learn on either side
+    caught_up = leader.caught_up
+    if config.leader_isr is LeaderIsrRule.KAFKA and fetch_offset == len(leader_broker.log):
+        caught_up = caught_up | {action.follower}
     leader = replace(
         leader,
         follower_ends=_set(leader.follower_ends, action.follower, fetch_offset),
         follower_epochs=_set(leader.follower_epochs, action.follower, follower.broker_epoch),
+        caught_up=caught_up,
     )
     state = _with_broker(state, leader_id, replace(leader_broker, leader=leader))
     state = _advance_high_watermark(config, state, leader_id)
@@ -926,9 +970,11 @@ def leader_alter_partition(
         if end < broker.high_watermark or end < leader.epoch_start_offset:
             return None
         new_isr = leader.committed_isr | {action.member}
-        maximal = new_isr if config.leader_isr is LeaderIsrRule.MAXIMAL else leader.committed_isr
+        maximal = leader.committed_isr if config.leader_isr is LeaderIsrRule.COMMITTED else new_isr
     else:
         if action.member not in leader.committed_isr or (end is not None and end >= len(broker.log)):
+            return None
+        if config.leader_isr is LeaderIsrRule.KAFKA and action.member in leader.caught_up:
             return None
         new_isr = leader.committed_isr - {action.member}
         maximal = leader.maximal_isr
@@ -1036,6 +1082,23 @@ def leader_handle_alter_partition_response(
     return _advance_high_watermark(config, state, action.broker)
 
 
+def leader_follower_falls_behind(
+    config: KRaftConfig, state: KRaftState, action: LeaderFollowerFallsBehind
+) -> KRaftState | None:
+    """`Replica.isCaughtUp` turns false: the follower's last fetch was below the leader's log
+    end and `replica.lag.time.max.ms` has passed (time abstracted)."""
+    broker = state.brokers[action.leader]
+    leader = broker.leader
+    if not broker.up or leader is None or action.follower not in leader.caught_up:
+        return None
+    end = leader.follower_ends[action.follower]
+    if end is not None and end >= len(broker.log):
+        return None
+    leader = replace(leader, caught_up=leader.caught_up - {action.follower})
+    state = _with_broker(state, action.leader, replace(broker, leader=leader))
+    return _advance_high_watermark(config, state, action.leader)
+
+
 def controller_reassign(
     config: KRaftConfig, state: KRaftState, action: ControllerReassign
 ) -> KRaftState | None:
@@ -1078,6 +1141,7 @@ _ACTION_FUNCTIONS: dict[type, Callable[[KRaftConfig, KRaftState, Any], KRaftStat
     LeaderAlterPartition: leader_alter_partition,
     ControllerAlterPartition: controller_alter_partition,
     LeaderHandleAlterPartitionResponse: leader_handle_alter_partition_response,
+    LeaderFollowerFallsBehind: leader_follower_falls_behind,
     ControllerReassign: controller_reassign,
 }
 
@@ -1090,6 +1154,7 @@ def step(config: KRaftConfig, state: KRaftState, action: Action) -> KRaftState |
 # One object per action and broker, built once: the checker asks for candidates millions of times.
 _crash_action = memoized(BrokerCrash)
 _alter_action = memoized(LeaderAlterPartition)
+_falls_behind_action = memoized(LeaderFollowerFallsBehind)
 _fence_action = memoized(ControllerFenceBroker)
 _controller_alter_action = memoized(ControllerAlterPartition)
 _answer_action = memoized(LeaderHandleAlterPartitionResponse)
@@ -1135,6 +1200,8 @@ def candidate_actions(config: KRaftConfig, state: KRaftState) -> Iterator[Action
         if broker.leader is not None:
             if history.next_value < config.max_records:
                 yield _produce_action(broker_id)
+            for follower in broker.leader.caught_up:
+                yield _falls_behind_action(broker_id, follower)
             if broker.leader.pending is None and history.alter_partitions < config.max_alter_partitions:
                 for member in config.broker_ids:
                     if member != broker_id:
@@ -1205,10 +1272,11 @@ def maximal_isr_covers_controller_isr(config: KRaftConfig, state: KRaftState) ->
     leader = broker.leader
     if not broker.up or leader is None or leader.leader_epoch != partition.leader_epoch:
         return True
-    if not partition.isr <= leader.maximal_isr:
+    waits_for = hw_replicas(config, leader)
+    if not partition.isr <= waits_for:
         return False
     if partition.elr and len(leader.committed_isr) >= _effective_min_isr(config, partition):
-        return partition.elr <= leader.maximal_isr
+        return partition.elr <= waits_for
     return True
 
 

@@ -61,7 +61,7 @@ SETTINGS: Mapping[str, Setting] = {
     "leader.isr": Setting(
         "leader_isr",
         parse_choice(LeaderIsrRule),
-        "ISR the leader's HW waits for: maximal (KIP-497) or committed",
+        "what the leader's HW waits for: maximal (KIP-497), committed, or kafka (the code as written)",
     ),
     "high.watermark": Setting(
         "high_watermark",
@@ -362,6 +362,18 @@ SCENARIOS: tuple[Scenario[KRaftConfig], ...] = (
         reference="KIP-497 (maximal ISR), KAFKA-15583",
     ),
     _scenario(
+        "kraft-makeleader-reset",
+        "same run as Kafka's code has it: the leader replays the record of its previous ISR change "
+        "after sending an expansion and drops it from its maximal ISR (makeLeader accepts an equal "
+        "partition epoch); the controller commits the expansion, the new member lags for "
+        "replica.lag.time.max.ms before the leader replays that record, the HW passes it, and a "
+        "clean election after the leader fails loses the committed record",
+        replace(_ISR_CHANGES, leader_isr=LeaderIsrRule.KAFKA),
+        ("committed_records_survive",),
+        expect_violation=True,
+        reference="Partition.makeLeader, shouldWaitForReplicaToJoinIsr (model finding)",
+    ),
+    _scenario(
         "kraft-maximal-isr",
         "RF 2, min ISR 1, ISR shrinks and expansions through AlterPartition, one crash: the HW waits "
         "for the maximal ISR, which always covers the ISR the controller committed, and every ISR "
@@ -371,7 +383,7 @@ SCENARIOS: tuple[Scenario[KRaftConfig], ...] = (
         expect_violation=False,
         witnesses=("record_committed", "leader_behind_committed_expansion"),
         reference="KIP-497, KIP-841",
-        max_depth=12,
+        max_depth=13,
     ),
     _scenario(
         "kraft-broker-bounce",

@@ -24,7 +24,9 @@ from spec.controller.kraft import (
     KRaftConfig,
     KRaftState,
     LeaderAlterPartition,
+    LeaderFollowerFallsBehind,
     LeaderHandleAlterPartitionResponse,
+    LeaderIsrRule,
     ProducerSend,
 )
 from spec.controller.kraft_brokers import BrokerControlState
@@ -346,6 +348,32 @@ def test_reassignment_adds_then_completes_and_elects_a_new_leader():
     assert partition.leader_epoch == 1
 
 
+def test_under_kafkas_rule_the_hw_waits_for_a_caught_up_follower_until_it_falls_behind():
+    config = replace(CONFIG, leader_isr=LeaderIsrRule.KAFKA)
+    state = run([], config)
+    leader = state.brokers[0].leader
+    assert leader is not None and leader.caught_up == {1}  # ISR followers start caught up
+    assert refused(run([], CONFIG), LeaderFollowerFallsBehind(0, 1))  # only under this rule
+    shrunk = run(
+        [
+            LeaderFollowerFallsBehind(0, 1),
+            LeaderAlterPartition(0, 1, False),
+            ControllerAlterPartition(0),
+            LeaderHandleAlterPartitionResponse(0),
+            FollowerFetch(1),
+        ],
+        config,
+    )
+    leader = shrunk.brokers[0].leader
+    assert leader is not None and leader.committed_isr == {0} and leader.caught_up == {1}
+    appended = run([ProducerSend(0)], config)  # follower 1 is in the ISR: no HW advance
+    assert appended.brokers[0].high_watermark == 0
+    written = kraft.step(config, shrunk, ProducerSend(0))
+    assert written is not None and written.brokers[0].high_watermark == 0  # waits for caught-up 1
+    behind = kraft.step(config, written, LeaderFollowerFallsBehind(0, 1))
+    assert behind is not None and behind.brokers[0].high_watermark == 1  # no longer waits
+
+
 def test_step_refuses_actions_of_stopped_brokers():
     state = run([BrokerCrash(1, 0)])
     for action in (FollowerFetch(1), BrokerHeartbeat(1), BrokerReplayMetadata(1), BrokerRequestShutdown(1)):
@@ -354,7 +382,12 @@ def test_step_refuses_actions_of_stopped_brokers():
 
 
 @pytest.mark.parametrize(
-    "config", [CONFIG, KRaftConfig(brokers=3, replicas=(0, 1, 2), reassignment_target=(2, 1))]
+    "config",
+    [
+        CONFIG,
+        KRaftConfig(brokers=3, replicas=(0, 1, 2), reassignment_target=(2, 1)),
+        replace(CONFIG, leader_isr=LeaderIsrRule.KAFKA),
+    ],
 )
 def test_candidate_actions_cover_every_enabled_action(config):
     """Every action `step` enables from a few reachable states is among the candidates."""
@@ -372,6 +405,7 @@ def test_candidate_actions_cover_every_enabled_action(config):
             FollowerFetch(broker),
             ControllerAlterPartition(broker),
             LeaderHandleAlterPartitionResponse(broker),
+            *(LeaderFollowerFallsBehind(broker, follower) for follower in config.broker_ids),
             *(BrokerCrash(broker, end) for end in range(3)),
             *(
                 LeaderAlterPartition(broker, member, expand)
