@@ -353,27 +353,6 @@ SCENARIOS: tuple[Scenario[KRaftConfig], ...] = (
         reference="KIP-966 part 1, KAFKA-15583",
     ),
     _scenario(
-        "kraft-committed-isr-hw",
-        "same run, but the leader's HW waits only for the ISR it knows is committed: the controller "
-        "commits an expansion the leader has not heard of, and the HW no longer covers the controller's ISR",
-        replace(_ISR_CHANGES, leader_isr=LeaderIsrRule.COMMITTED),
-        ("maximal_isr_covers_controller_isr",),
-        expect_violation=True,
-        reference="KIP-497 (maximal ISR), KAFKA-15583",
-    ),
-    _scenario(
-        "kraft-makeleader-reset",
-        "same run as Kafka's code has it: the leader replays the record of its previous ISR change "
-        "after sending an expansion and drops it from its maximal ISR (makeLeader accepts an equal "
-        "partition epoch); the controller commits the expansion, the new member lags for "
-        "replica.lag.time.max.ms before the leader replays that record, the HW passes it, and a "
-        "clean election after the leader fails loses the committed record",
-        replace(_ISR_CHANGES, leader_isr=LeaderIsrRule.KAFKA),
-        ("committed_records_survive",),
-        expect_violation=True,
-        reference="Partition.makeLeader, shouldWaitForReplicaToJoinIsr (model finding)",
-    ),
-    _scenario(
         "kraft-maximal-isr",
         "RF 2, min ISR 1, ISR shrinks and expansions through AlterPartition, one crash: the HW waits "
         "for the maximal ISR, which always covers the ISR the controller committed, and every ISR "
@@ -384,6 +363,28 @@ SCENARIOS: tuple[Scenario[KRaftConfig], ...] = (
         witnesses=("record_committed", "leader_behind_committed_expansion"),
         reference="KIP-497, KIP-841",
         max_depth=13,
+    ),
+    _scenario(
+        "kraft-committed-isr-hw",
+        "same run as kraft-maximal-isr, but the leader's HW waits only for the ISR it knows is "
+        "committed: the controller commits an expansion the leader has not heard of, and the HW no "
+        "longer covers the controller's ISR",
+        replace(_ISR_CHANGES, leader_isr=LeaderIsrRule.COMMITTED),
+        ("maximal_isr_covers_controller_isr",),
+        expect_violation=True,
+        reference="KIP-497 (maximal ISR), KAFKA-15583",
+    ),
+    _scenario(
+        "kraft-makeleader-reset",
+        "same run as kraft-maximal-isr, as Kafka's code has it: the leader replays the record of its "
+        "previous ISR change after sending an expansion and drops it from its maximal ISR (makeLeader "
+        "accepts an equal partition epoch); the controller commits the expansion, the new member lags for "
+        "replica.lag.time.max.ms before the leader replays that record, the HW passes it, and a "
+        "clean election after the leader fails loses the committed record",
+        replace(_ISR_CHANGES, leader_isr=LeaderIsrRule.KAFKA),
+        ("committed_records_survive",),
+        expect_violation=True,
+        reference="Partition.makeLeader, shouldWaitForReplicaToJoinIsr (model finding)",
     ),
     _scenario(
         "kraft-broker-bounce",
