@@ -1,0 +1,724 @@
+"""An optimized KRaft controller: one event queue, records replayed into an indexed image.
+
+What it is
+    The controller side of KRaft (KIP-500, KIP-631) for many brokers and partitions, built as
+    Kafka's `QuorumController` is: every request is an event on a single-threaded queue
+    (`KafkaEventQueue`); handling an event reads the image and *generates records* without
+    changing anything (`ClusterControlManager`, `ReplicationControlManager`); the records are
+    then appended to the metadata log as one batch, each at the next offset, and *replayed*
+    into the image. The image is mutable and indexed so a broker event touches only that
+    broker's partitions:
+
+    * `BrokersToIsrs` and its ELR twin: for each broker, the partitions with it in the ISR,
+      and in the ELR (a fenced broker leaves only its own ISRs; an unclean restart only its
+      ISRs and ELRs);
+    * for each broker, the partitions it leads (heartbeats ask "does it lead anything?" in O(1));
+    * the leaderless partitions (a broker that unfences elects only there).
+
+    Partition changes are built by a port of `PartitionChangeBuilder` (the same steps as
+    `spec.controller.kraft_partitions.build_partition_change`, on sets and lists), so a
+    broker failure costs O(partitions it is in) rather than O(all partitions).
+
+Records and batching per broker
+    The records are Kafka's kinds: `RegisterBrokerRecord` / `BrokerRegistrationChangeRecord`
+    (`BrokerRecord` here, the whole registration), `PartitionRecord`, `PartitionChangeRecord`
+    (a delta: unset fields unchanged, leader NO_LEADER_CHANGE), `ConfigRecord`. A broker epoch
+    is the offset of the broker's registration record. The partitions each batch changed
+    are also collected per broker (every old and new replica of a changed partition), once
+    per partition however many records touched it: `take_broker_updates()` hands each
+    broker its partitions in one batch, as the controller's metadata publisher would.
+
+Settings
+    `ControllerSettings` (`min.insync.replicas`, eligible leader replicas on or off); each
+    partition's `unclean.leader.election.enable`. Rules are Kafka's current ones: KIP-841
+    (fenced and shutting-down brokers are ineligible), KIP-903 (broker epochs of new ISR
+    members), KIP-966 (ELR, last known leader only if acceptable, KAFKA-19522).
+
+It imports only plain data from the spec (`spec.controller.types`); the conformance suites
+(`conformance.controller_sut`) compare it with `reference.controller`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from spec.controller.types import (
+    NO_BROKER_EPOCH,
+    NO_LEADER,
+    NO_LEADER_CHANGE,
+    UNKNOWN_BROKER_EPOCH,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    BrokerId,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+    BrokerView,
+    ControllerResponse,
+    ControllerSettings,
+    ControllerView,
+    CreatePartitionRequest,
+    KafkaError,
+    LeaderRecoveryState,
+    PartitionId,
+    PartitionView,
+    ReassignPartitionRequest,
+    UncleanElectionRequest,
+)
+
+UNKNOWN_OFFSET = -1
+"""A broker's replayed metadata offset before its first heartbeat of this registration."""
+
+_EMPTY: frozenset[BrokerId] = frozenset()
+T = TypeVar("T")
+
+
+# ---------------------------------------------------------------------------------------
+# Records
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRecord:
+    """`RegisterBrokerRecord` or `BrokerRegistrationChangeRecord`: the whole registration."""
+
+    broker_id: BrokerId
+    epoch: int
+    incarnation: int
+    fenced: bool
+    in_controlled_shutdown: bool = False
+    controlled_shutdown_offset: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRecord:
+    """`PartitionRecord`: a new partition."""
+
+    partition: PartitionId
+    replicas: tuple[BrokerId, ...]
+    isr: frozenset[BrokerId]
+    leader: BrokerId
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionChangeRecord:
+    """`PartitionChangeRecord`: a delta (None = unchanged; leader NO_LEADER_CHANGE = unchanged)."""
+
+    partition: PartitionId
+    leader: BrokerId = NO_LEADER_CHANGE
+    isr: frozenset[BrokerId] | None = None
+    elr: frozenset[BrokerId] | None = None
+    last_known_elr: tuple[BrokerId, ...] | None = None
+    replicas: tuple[BrokerId, ...] | None = None
+    adding: frozenset[BrokerId] | None = None
+    removing: frozenset[BrokerId] | None = None
+    leader_recovery_state: LeaderRecoveryState | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigRecord:
+    """`ConfigRecord` of the partition's topic: `unclean.leader.election.enable`."""
+
+    partition: PartitionId
+    unclean_leader_election: bool
+
+
+Record = BrokerRecord | PartitionRecord | PartitionChangeRecord | ConfigRecord
+
+
+# ---------------------------------------------------------------------------------------
+# The image
+# ---------------------------------------------------------------------------------------
+
+
+class Broker:
+    """A broker registration, and the offset its last heartbeat reported."""
+
+    __slots__ = (
+        "controlled_shutdown_offset",
+        "epoch",
+        "fenced",
+        "in_controlled_shutdown",
+        "incarnation",
+        "offset",
+    )
+
+    def __init__(self, record: BrokerRecord) -> None:
+        self.epoch = record.epoch
+        self.incarnation = record.incarnation
+        self.fenced = record.fenced
+        self.in_controlled_shutdown = record.in_controlled_shutdown
+        self.controlled_shutdown_offset = record.controlled_shutdown_offset
+        self.offset = UNKNOWN_OFFSET
+
+    @property
+    def active(self) -> bool:
+        """May lead and join ISRs (`ClusterControlManager.isActive`)."""
+        return not self.fenced and not self.in_controlled_shutdown
+
+
+class Partition:
+    """A partition registration (mutable; changed only by replaying records)."""
+
+    __slots__ = (
+        "adding",
+        "elr",
+        "isr",
+        "last_known_elr",
+        "leader",
+        "leader_epoch",
+        "partition_epoch",
+        "recovery",
+        "removing",
+        "replicas",
+        "unclean",
+    )
+
+    def __init__(self, record: PartitionRecord, unclean: bool) -> None:
+        self.replicas = record.replicas
+        self.isr = record.isr
+        self.leader = record.leader
+        self.leader_epoch = 0
+        self.partition_epoch = 0
+        self.elr: frozenset[BrokerId] = _EMPTY
+        self.last_known_elr: tuple[BrokerId, ...] = ()
+        self.adding: frozenset[BrokerId] = _EMPTY
+        self.removing: frozenset[BrokerId] = _EMPTY
+        self.recovery = LeaderRecoveryState.RECOVERED
+        self.unclean = unclean
+
+    @property
+    def reassigning(self) -> bool:
+        """`isReassignmentInProgress`."""
+        return bool(self.adding or self.removing)
+
+
+# ---------------------------------------------------------------------------------------
+# The controller
+# ---------------------------------------------------------------------------------------
+
+
+class KRaftController:
+    """The active controller (see the module docstring)."""
+
+    def __init__(self, settings: ControllerSettings) -> None:
+        self.settings = settings
+        self.elr_enabled = settings.eligible_leader_replicas
+        self.log_end = 0
+        self.brokers: dict[BrokerId, Broker] = {}
+        self.partitions: dict[PartitionId, Partition] = {}
+        self._in_isr: dict[BrokerId, set[PartitionId]] = {}
+        self._in_elr: dict[BrokerId, set[PartitionId]] = {}
+        self._leads: dict[BrokerId, set[PartitionId]] = {}
+        self._leaderless: set[PartitionId] = set()
+        self._queue: deque[Callable[[], None]] = deque()
+        self._updates: dict[BrokerId, set[PartitionId]] = {}
+        self._pending_unclean: dict[PartitionId, bool] = {}  # topic config of a PartitionRecord being written
+        self.batches = 0  # record batches appended
+
+    # -- the event queue -------------------------------------------------------------------
+
+    def _submit(self, handler: Callable[[list[Record]], T]) -> T:
+        """Run `handler` as an event on the queue: it generates records from the image, which
+        are then appended as one batch and replayed. Events run one at a time, in order."""
+        results: list[T] = []
+
+        def event() -> None:
+            records: list[Record] = []
+            results.append(handler(records))
+            self._append(records)
+
+        self._queue.append(event)
+        while self._queue:
+            self._queue.popleft()()
+        return results[0]
+
+    def _append(self, records: list[Record]) -> None:
+        if not records:
+            return
+        self.batches += 1
+        for record in records:
+            self._replay(record)
+            self.log_end += 1
+
+    def _replay(self, record: Record) -> None:
+        if isinstance(record, PartitionChangeRecord):
+            self._replay_change(record)
+        elif isinstance(record, BrokerRecord):
+            broker = Broker(record)
+            previous = self.brokers.get(record.broker_id)
+            if previous is not None and previous.epoch == record.epoch:
+                broker.offset = previous.offset
+            self.brokers[record.broker_id] = broker
+        elif isinstance(record, PartitionRecord):
+            partition_id = record.partition
+            self.partitions[partition_id] = Partition(record, self._pending_unclean.pop(partition_id))
+            for member in record.isr:
+                self._in_isr.setdefault(member, set()).add(partition_id)
+            self._leads.setdefault(record.leader, set()).add(partition_id)
+            self._note_update(partition_id, record.replicas)
+        else:
+            self.partitions[record.partition].unclean = record.unclean_leader_election
+
+    def _replay_change(self, record: PartitionChangeRecord) -> None:
+        partition_id = record.partition
+        partition = self.partitions[partition_id]
+        old_replicas = partition.replicas
+        if record.leader != NO_LEADER_CHANGE:
+            self._unindex(self._leads, partition.leader, partition_id)
+            if partition.leader == NO_LEADER:
+                self._leaderless.discard(partition_id)
+            partition.leader = record.leader
+            partition.leader_epoch += 1
+            if record.leader == NO_LEADER:
+                self._leaderless.add(partition_id)
+            else:
+                self._leads.setdefault(record.leader, set()).add(partition_id)
+        partition.partition_epoch += 1
+        if record.isr is not None:
+            self._reindex(self._in_isr, partition.isr, record.isr, partition_id)
+            partition.isr = record.isr
+        if record.elr is not None:
+            self._reindex(self._in_elr, partition.elr, record.elr, partition_id)
+            partition.elr = record.elr
+        if record.last_known_elr is not None:
+            partition.last_known_elr = record.last_known_elr
+        if record.replicas is not None:
+            partition.replicas = record.replicas
+        if record.adding is not None:
+            partition.adding = record.adding
+        if record.removing is not None:
+            partition.removing = record.removing
+        if record.leader_recovery_state is not None:
+            partition.recovery = record.leader_recovery_state
+        self._note_update(partition_id, old_replicas)
+        if record.replicas is not None:
+            self._note_update(partition_id, record.replicas)
+
+    @staticmethod
+    def _unindex(
+        index: dict[BrokerId, set[PartitionId]], broker_id: BrokerId, partition_id: PartitionId
+    ) -> None:
+        members = index.get(broker_id)
+        if members is not None:
+            members.discard(partition_id)
+
+    @staticmethod
+    def _reindex(
+        index: dict[BrokerId, set[PartitionId]],
+        before: frozenset[BrokerId],
+        after: frozenset[BrokerId],
+        partition_id: PartitionId,
+    ) -> None:
+        for broker_id in before - after:
+            index[broker_id].discard(partition_id)
+        for broker_id in after - before:
+            index.setdefault(broker_id, set()).add(partition_id)
+
+    def _note_update(self, partition_id: PartitionId, replicas: tuple[BrokerId, ...]) -> None:
+        for broker_id in replicas:
+            self._updates.setdefault(broker_id, set()).add(partition_id)
+
+    def take_broker_updates(self) -> dict[BrokerId, tuple[PartitionId, ...]]:
+        """The partitions changed since the last call, batched per replica broker."""
+        updates = {broker_id: tuple(sorted(ids)) for broker_id, ids in self._updates.items() if ids}
+        self._updates = {}
+        return updates
+
+    # -- partition changes (PartitionChangeBuilder) ------------------------------------------
+
+    def _acceptor(
+        self, remove: BrokerId = NO_LEADER, add: BrokerId = NO_LEADER, unclean: BrokerId = NO_LEADER
+    ) -> Callable[[BrokerId], bool]:
+        brokers = self.brokers
+
+        def acceptable(replica: BrokerId) -> bool:
+            if replica in (remove, unclean):
+                return False
+            if replica == add:
+                return True
+            broker = brokers.get(replica)
+            return broker is not None and not broker.fenced and not broker.in_controlled_shutdown
+
+        return acceptable
+
+    def _build_change(
+        self,
+        partition_id: PartitionId,
+        target_isr: frozenset[BrokerId],
+        acceptable: Callable[[BrokerId], bool],
+        unclean_election: bool,
+        unclean_shutdown: frozenset[BrokerId] = _EMPTY,
+        target_replicas: tuple[BrokerId, ...] | None = None,
+        target_adding: frozenset[BrokerId] | None = None,
+        target_removing: frozenset[BrokerId] | None = None,
+    ) -> PartitionChangeRecord | None:
+        """`PartitionChangeBuilder.build`: the record taking the partition to the targets, or
+        None when nothing would change."""
+        partition = self.partitions[partition_id]
+        replicas = partition.replicas if target_replicas is None else target_replicas
+        adding = partition.adding if target_adding is None else target_adding
+        removing = partition.removing if target_removing is None else target_removing
+        isr = target_isr
+        if adding or removing:  # completeReassignmentIfNeeded
+            final_isr = frozenset(replica for replica in isr if replica not in removing)
+            final_replicas = tuple(replica for replica in replicas if replica not in removing)
+            if final_isr and final_replicas and final_isr >= frozenset(final_replicas):
+                isr, replicas, adding, removing = final_isr, final_replicas, _EMPTY, _EMPTY
+        elr_enabled = self.elr_enabled
+        target_elr = partition.elr
+        if elr_enabled:  # maybePopulateTargetElr
+            if len(isr) >= min(self.settings.min_insync_replicas, len(partition.replicas)):
+                target_elr = _EMPTY
+            else:
+                target_elr = (partition.elr | partition.isr) - isr - unclean_shutdown
+        node, unclean = self._elect(partition, replicas, isr, target_elr, acceptable, unclean_election)
+        leader = NO_LEADER_CHANGE
+        record_isr: frozenset[BrokerId] | None = None
+        recovery: LeaderRecoveryState | None = None
+        if node != partition.leader:
+            if node in target_elr:
+                isr = frozenset((node,))
+                target_elr = target_elr - isr
+            leader = node
+            if unclean:
+                record_isr = frozenset((node,))
+                if partition.recovery is not LeaderRecoveryState.RECOVERING:
+                    recovery = LeaderRecoveryState.RECOVERING
+        if leader == NO_LEADER_CHANGE and not set(partition.replicas) <= set(replicas):
+            leader = partition.leader  # a replica left the assignment: bump the leader epoch
+        if record_isr is not None or not elr_enabled:
+            target_elr = _EMPTY
+        record_elr = None if target_elr == partition.elr else target_elr
+        if record_isr is None and (isr or elr_enabled) and isr != partition.isr:
+            record_isr = isr
+        last_known: tuple[BrokerId, ...] | None = None
+        if elr_enabled:  # maybeUpdateLastKnownLeader
+            known = partition.last_known_elr
+            if (
+                record_isr is not None
+                and not record_isr
+                and (len(known) != 1 or known[0] != partition.leader)
+            ):
+                last_known = (partition.leader,)
+            elif known and (leader >= 0 or NO_LEADER not in (partition.leader, leader)):
+                last_known = ()
+        record = PartitionChangeRecord(
+            partition=partition_id,
+            leader=leader,
+            isr=record_isr,
+            elr=record_elr,
+            last_known_elr=last_known,
+            replicas=None if replicas == partition.replicas else replicas,
+            adding=None if adding == partition.adding else adding,
+            removing=None if removing == partition.removing else removing,
+            leader_recovery_state=recovery,
+        )
+        if record == PartitionChangeRecord(partition=partition_id):
+            return None
+        return record
+
+    def _elect(
+        self,
+        partition: Partition,
+        replicas: tuple[BrokerId, ...],
+        isr: frozenset[BrokerId],
+        elr: frozenset[BrokerId],
+        acceptable: Callable[[BrokerId], bool],
+        unclean_election: bool,
+    ) -> tuple[BrokerId, bool]:
+        """`electAnyLeader`: keep a valid leader, else the first valid replica (ISR, or ELR
+        when the ISR is empty), else the last known leader if acceptable, else unclean."""
+        electable = isr if isr else elr
+        if partition.leader != NO_LEADER and partition.leader in electable and acceptable(partition.leader):
+            return partition.leader, False
+        for replica in replicas:
+            if replica in electable and acceptable(replica):
+                return replica, False
+        known = partition.last_known_elr
+        if self.elr_enabled and not isr and not elr and len(known) == 1 and acceptable(known[0]):
+            return known[0], True
+        if unclean_election:
+            for replica in replicas:
+                if acceptable(replica):
+                    return replica, True
+        return NO_LEADER, False
+
+    def _leader_and_isr_updates(
+        self,
+        records: list[Record],
+        partition_ids: set[PartitionId] | list[PartitionId],
+        remove: BrokerId = NO_LEADER,
+        add: BrokerId = NO_LEADER,
+        unclean: BrokerId = NO_LEADER,
+    ) -> None:
+        """`generateLeaderAndIsrUpdates` over the given partitions."""
+        acceptable = self._acceptor(remove, add, unclean)
+        dropped = frozenset((remove, unclean))
+        shutdown = frozenset((unclean,)) if unclean != NO_LEADER else _EMPTY
+        for partition_id in sorted(partition_ids):
+            partition = self.partitions[partition_id]
+            record = self._build_change(
+                partition_id, partition.isr - dropped, acceptable, partition.unclean, shutdown
+            )
+            if record is not None:
+                records.append(record)
+
+    def _fence_records(self, records: list[Record], broker_id: BrokerId) -> None:
+        """`handleBrokerFenced`: out of its ISRs (elections where it led), then the fence."""
+        self._leader_and_isr_updates(records, self._in_isr.get(broker_id, set()), remove=broker_id)
+        broker = self.brokers[broker_id]
+        records.append(BrokerRecord(broker_id, broker.epoch, broker.incarnation, fenced=True))
+
+    # -- requests --------------------------------------------------------------------------
+
+    def register_broker(self, request: BrokerRegistrationRequest) -> BrokerRegistrationResponse:
+        """`ClusterControlManager.registerBroker`."""
+
+        def handle(records: list[Record]) -> BrokerRegistrationResponse:
+            broker_id = request.broker_id
+            existing = self.brokers.get(broker_id)
+            if existing is not None and existing.incarnation != request.incarnation and existing.active:
+                return BrokerRegistrationResponse(KafkaError.DUPLICATE_BROKER_REGISTRATION, NO_BROKER_EPOCH)
+            if existing is not None and request.previous_broker_epoch != existing.epoch:
+                touched = self._in_isr.get(broker_id, set()) | self._in_elr.get(broker_id, set())
+                self._leader_and_isr_updates(records, touched, unclean=broker_id)
+            epoch = self.log_end + len(records)
+            records.append(BrokerRecord(broker_id, epoch, request.incarnation, fenced=True))
+            return BrokerRegistrationResponse(KafkaError.NONE, epoch)
+
+        return self._submit(handle)
+
+    def heartbeat(self, request: BrokerHeartbeatRequest) -> BrokerHeartbeatResponse:
+        """`processBrokerHeartbeat`: FENCED -> UNFENCED once caught up to its registration;
+        UNFENCED -> CONTROLLED_SHUTDOWN (it leads something) or SHUTDOWN_NOW when it wants to
+        stop; CONTROLLED_SHUTDOWN -> SHUTDOWN_NOW once it leads nothing and every active
+        broker replayed the record that began its shutdown."""
+
+        def handle(records: list[Record]) -> BrokerHeartbeatResponse:
+            broker_id = request.broker_id
+            broker = self.brokers.get(broker_id)
+            if broker is None or broker.epoch != request.broker_epoch:
+                return BrokerHeartbeatResponse(KafkaError.STALE_BROKER_EPOCH, True, False, False)
+            broker.offset = request.current_metadata_offset
+            leads = bool(self._leads.get(broker_id))
+            shut_down = False
+            if broker.fenced:
+                if request.want_shut_down:
+                    self._fence_records(records, broker_id)
+                    shut_down = True
+                elif request.current_metadata_offset >= broker.epoch:
+                    records.append(BrokerRecord(broker_id, broker.epoch, broker.incarnation, fenced=False))
+                    self._leader_and_isr_updates(records, self._leaderless, add=broker_id)
+                    return BrokerHeartbeatResponse(KafkaError.NONE, False, False, False)
+            elif not broker.in_controlled_shutdown:
+                if request.want_shut_down:
+                    if leads:
+                        offset = self.log_end
+                        records.append(
+                            BrokerRecord(broker_id, broker.epoch, broker.incarnation, False, True, offset)
+                        )
+                        self._leader_and_isr_updates(
+                            records, self._in_isr.get(broker_id, set()), remove=broker_id
+                        )
+                        return BrokerHeartbeatResponse(KafkaError.NONE, False, True, False)
+                    self._fence_records(records, broker_id)
+                    shut_down = True
+            elif not leads and broker.controlled_shutdown_offset <= self._lowest_active_offset(broker_id):
+                self._fence_records(records, broker_id)
+                shut_down = True
+            if shut_down:
+                return BrokerHeartbeatResponse(KafkaError.NONE, True, False, True)
+            return BrokerHeartbeatResponse(
+                KafkaError.NONE, broker.fenced, broker.in_controlled_shutdown, False
+            )
+
+        return self._submit(handle)
+
+    def _lowest_active_offset(self, broker_id: BrokerId) -> int:
+        return min(
+            (
+                other.offset
+                for other_id, other in self.brokers.items()
+                if other_id != broker_id and other.active
+            ),
+            default=self.log_end,
+        )
+
+    def expire_session(self, broker_id: BrokerId) -> None:
+        """The broker's session expired: fence it (`maybeFenceOneStaleBroker`)."""
+
+        def handle(records: list[Record]) -> None:
+            broker = self.brokers.get(broker_id)
+            if broker is not None and not broker.fenced:
+                self._fence_records(records, broker_id)
+
+        self._submit(handle)
+
+    def alter_partition(self, request: AlterPartitionRequest) -> AlterPartitionResponse:
+        """`ReplicationControlManager.alterPartition` for one partition."""
+
+        def handle(records: list[Record]) -> AlterPartitionResponse:
+            error = self._validate_alter_partition(request)
+            if error is not KafkaError.NONE:
+                return AlterPartitionResponse(error)
+            partition = self.partitions[request.partition]
+            new_isr = frozenset(member for member, _ in request.new_isr)
+            record = self._build_change(request.partition, new_isr, self._acceptor(), partition.unclean)
+            if record is None:
+                return AlterPartitionResponse(KafkaError.NONE, self._view(request.partition))
+            records.append(record)
+            if record.leader not in (NO_LEADER_CHANGE, request.broker_id):
+                return AlterPartitionResponse(KafkaError.NEW_LEADER_ELECTED)
+            return AlterPartitionResponse(KafkaError.NONE, None)
+
+        response = self._submit(handle)
+        if response.error is KafkaError.NONE and response.partition is None:
+            return AlterPartitionResponse(KafkaError.NONE, self._view(request.partition))
+        return response
+
+    def _validate_alter_partition(self, request: AlterPartitionRequest) -> KafkaError:
+        """`checkBrokerEpoch`, then `validateAlterPartitionData` (see
+        `spec.controller.kraft_alter_partition` for the order of the errors)."""
+        requester = self.brokers.get(request.broker_id)
+        if requester is None or requester.epoch != request.broker_epoch:
+            return KafkaError.STALE_BROKER_EPOCH
+        partition = self.partitions.get(request.partition)
+        if partition is None:
+            return KafkaError.UNKNOWN_TOPIC_OR_PARTITION
+        if (
+            request.leader_epoch > partition.leader_epoch
+            or request.partition_epoch > partition.partition_epoch
+        ):
+            return KafkaError.NOT_CONTROLLER
+        if request.leader_epoch < partition.leader_epoch:
+            return KafkaError.FENCED_LEADER_EPOCH
+        if request.broker_id != partition.leader:
+            return KafkaError.INVALID_REQUEST
+        if request.partition_epoch < partition.partition_epoch:
+            return KafkaError.INVALID_UPDATE_VERSION
+        members = {member for member, _ in request.new_isr}
+        if partition.leader not in members or not members <= set(partition.replicas):
+            return KafkaError.INVALID_REQUEST
+        if request.leader_recovery_state is LeaderRecoveryState.RECOVERING and (
+            len(members) > 1 or partition.recovery is LeaderRecoveryState.RECOVERED
+        ):
+            return KafkaError.INVALID_REQUEST
+        for member, member_epoch in request.new_isr:
+            broker = self.brokers.get(member)
+            if broker is None or broker.fenced or broker.in_controlled_shutdown:
+                return KafkaError.INELIGIBLE_REPLICA
+            if member_epoch not in (UNKNOWN_BROKER_EPOCH, broker.epoch):
+                return KafkaError.INELIGIBLE_REPLICA
+        return KafkaError.NONE
+
+    def _valid_assignment(self, replicas: tuple[BrokerId, ...]) -> bool:
+        return (
+            bool(replicas)
+            and len(set(replicas)) == len(replicas)
+            and all(replica in self.brokers for replica in replicas)
+        )
+
+    def create_partition(self, request: CreatePartitionRequest) -> ControllerResponse:
+        """`createTopic` with a manual assignment: ISR = the active replicas, the first leads."""
+
+        def handle(records: list[Record]) -> ControllerResponse:
+            if request.partition in self.partitions:
+                return ControllerResponse(KafkaError.TOPIC_ALREADY_EXISTS)
+            if not self._valid_assignment(request.replicas):
+                return ControllerResponse(KafkaError.INVALID_REPLICA_ASSIGNMENT)
+            isr = [replica for replica in request.replicas if self.brokers[replica].active]
+            if not isr:
+                return ControllerResponse(KafkaError.INVALID_REPLICATION_FACTOR)
+            self._pending_unclean[request.partition] = request.unclean_leader_election
+            records.append(PartitionRecord(request.partition, request.replicas, frozenset(isr), isr[0]))
+            return ControllerResponse(KafkaError.NONE)
+
+        return self._submit(handle)
+
+    def reassign(self, request: ReassignPartitionRequest) -> ControllerResponse:
+        """`changePartitionReassignment`: replicas := target then those being removed."""
+
+        def handle(records: list[Record]) -> ControllerResponse:
+            partition = self.partitions.get(request.partition)
+            target = request.target_replicas
+            if partition is None:
+                return ControllerResponse(KafkaError.UNKNOWN_TOPIC_OR_PARTITION)
+            if not self._valid_assignment(target):
+                return ControllerResponse(KafkaError.INVALID_REPLICA_ASSIGNMENT)
+            if partition.reassigning:
+                return ControllerResponse(KafkaError.REASSIGNMENT_IN_PROGRESS)
+            if target == partition.replicas:
+                return ControllerResponse(KafkaError.NONE)
+            removing = tuple(replica for replica in partition.replicas if replica not in target)
+            record = self._build_change(
+                request.partition,
+                partition.isr,
+                self._acceptor(),
+                False,
+                target_replicas=(*target, *removing),
+                target_adding=frozenset(target) - frozenset(partition.replicas),
+                target_removing=frozenset(removing),
+            )
+            if record is not None:
+                records.append(record)
+            return ControllerResponse(KafkaError.NONE)
+
+        return self._submit(handle)
+
+    def set_unclean_leader_election(self, request: UncleanElectionRequest) -> ControllerResponse:
+        """The topic's `unclean.leader.election.enable`; turned on, a leaderless partition elects."""
+
+        def handle(records: list[Record]) -> ControllerResponse:
+            partition = self.partitions.get(request.partition)
+            if partition is None:
+                return ControllerResponse(KafkaError.UNKNOWN_TOPIC_OR_PARTITION)
+            records.append(ConfigRecord(request.partition, request.enabled))
+            if request.enabled and partition.leader == NO_LEADER:
+                change = self._build_change(request.partition, partition.isr, self._acceptor(), True)
+                if change is not None:
+                    records.append(change)
+            return ControllerResponse(KafkaError.NONE)
+
+        return self._submit(handle)
+
+    # -- views -----------------------------------------------------------------------------
+
+    def _view(self, partition_id: PartitionId) -> PartitionView:
+        partition = self.partitions[partition_id]
+        return PartitionView(
+            partition=partition_id,
+            replicas=partition.replicas,
+            isr=tuple(sorted(partition.isr)),
+            leader=partition.leader,
+            leader_epoch=partition.leader_epoch,
+            partition_epoch=partition.partition_epoch,
+            elr=tuple(sorted(partition.elr)),
+            last_known_elr=partition.last_known_elr,
+            adding=tuple(sorted(partition.adding)),
+            removing=tuple(sorted(partition.removing)),
+            leader_recovery_state=partition.recovery,
+            unclean_leader_election=partition.unclean,
+        )
+
+    def observe(self) -> ControllerView:
+        """The image as plain data."""
+        return ControllerView(
+            log_end=self.log_end,
+            brokers=tuple(
+                BrokerView(
+                    broker_id,
+                    broker.epoch,
+                    broker.incarnation,
+                    broker.fenced,
+                    broker.in_controlled_shutdown,
+                    broker.controlled_shutdown_offset,
+                )
+                for broker_id, broker in sorted(self.brokers.items())
+            ),
+            partitions=tuple(self._view(partition_id) for partition_id in sorted(self.partitions)),
+        )
