@@ -138,6 +138,8 @@ def _describe_broker(state: KRaftState, broker_id: int) -> str:
         role = f"leader e{leader.leader_epoch} ISR {_format_set(leader.committed_isr)}"
         if leader.maximal_isr != leader.committed_isr:
             role += f" maximal {_format_set(leader.maximal_isr)}"
+        if leader.caught_up:
+            role += f" caught up {_format_set(leader.caught_up)}"
         if leader.pending is not None:
             role += " (AlterPartition pending)"
     elif broker.up and broker.view is not None and broker_id in broker.view.replicas:
