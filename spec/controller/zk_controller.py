@@ -1126,9 +1126,13 @@ def _reelect(config: ZkConfig, state: ZkState, broker_id: int) -> ZkState:
         reassignment=zk.reassignment,
         original=zk.original,
     )
-    started = ZkState(
-        zk, _set(state.brokers, broker_id, replace(broker, controller=context)), state.channels, state.history
-    )
+    brokers = list(state.brokers)
+    brokers[broker_id] = replace(broker, controller=context)
+    for other, peer in enumerate(brokers):
+        if other != broker_id and peer.controller is None and _REELECT in peer.events:
+            # `/controller` exists now: their Reelect would find it and do nothing
+            brokers[other] = replace(peer, events=peer.events - {_REELECT})
+    started = ZkState(zk, tuple(brokers), state.channels, state.history)
     work = _Work(config, started, broker_id)
     try:
         work.failover()
