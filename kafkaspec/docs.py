@@ -806,6 +806,7 @@ def machine_page(doc: MachineDoc, graph: DiagramGraph | None, has_dot: bool) -> 
         out.append(_heading(title, "-"))
         out.append(intro + "\n")
         out += [_property_section(name, kind, prop, function) for prop, function in table.items()]
+    out.append(_references(doc))
     out.append(_heading("Scenarios", "-"))
     rows = [
         (f":ref:`{scenario.name} <{_label('scenario', scenario.name)}>`", scenario.expected, scenario.summary)
@@ -813,6 +814,55 @@ def machine_page(doc: MachineDoc, graph: DiagramGraph | None, has_dot: bool) -> 
     ]
     out.append(_table(("scenario", "expected", "question"), rows, "25 15 60"))
     return "\n".join(out)
+
+
+_KIP = re.compile(r"\bKIP-(\d+)\b")
+_JIRA = re.compile(r"\bKAFKA-(\d+)\b")
+# `CamelCase`, `CamelCase.method` or `Word.method`: how the docstrings name Kafka's classes.
+_KAFKA_NAME = re.compile(r"`((?:[A-Z][a-z]+){2,}[A-Za-z]*(?:\.[a-z][A-Za-z]+)?|[A-Z][a-z]+\.[a-z][A-Za-z]+)`")
+_KAFKA_SETTING = re.compile(r"`([a-z]+(?:\.[a-z]+)+)`")
+
+
+def _references(doc: MachineDoc) -> str:
+    """What the machine's docstrings cite: KIPs, JIRA issues, Kafka's configuration names (its
+    `--set` keys that are Kafka's) and the Kafka classes and methods named in backquotes."""
+    modules = [doc.module, *(importlib.import_module(name) for name in doc.machine.modules[1:])]
+    texts = [_docstring(module) for module in modules]
+    texts += [_docstring(function) for _, function in doc.actions if function is not None]
+    texts += [
+        _docstring(_unwrapped(function)) for function in (*doc.invariants.values(), *doc.witnesses.values())
+    ]
+    text = "\n".join(texts)
+    kips = sorted({int(number) for number in _KIP.findall(text)})
+    jiras = sorted({int(number) for number in _JIRA.findall(text)})
+    spec_prefixes = ("spec.", "reference.", "impl.", "conformance.", "kafkaspec.", "spark_checks.")
+    # Kafka's settings as the prose names them, and the machine's --set keys that are Kafka's.
+    kafka_settings = sorted(
+        {name for name in _KAFKA_SETTING.findall(text) if not name.startswith((*spec_prefixes, "max."))}
+        | {
+            key
+            for key in doc.machine.settings
+            if f"`{key}`" in text and "." in key and not key.startswith("max.")
+        }
+    )
+    # Kafka's classes, not the spec's own types of the same name (those have their sections here).
+    classes = sorted(
+        name
+        for name in set(_KAFKA_NAME.findall(text))
+        if not name.endswith(".json")
+        and ("." in name or not any(hasattr(module, name) for module in modules))
+    )
+    rows = [
+        ("KIPs", ", ".join(f"KIP-{number}" for number in kips) or "-"),
+        ("JIRA issues", ", ".join(f"KAFKA-{number}" for number in jiras) or "-"),
+        ("Kafka configuration", ", ".join(_literal(key) for key in kafka_settings) or "-"),
+        ("Kafka classes and methods", ", ".join(_literal(name) for name in classes) or "-"),
+    ]
+    intro = (
+        "Everything the docstrings of this machine and of the modules it is built from cite, gathered "
+        "(KIPs link to the list of Kafka Improvement Proposals, issues to Apache's JIRA).\n"
+    )
+    return _heading("References", "-") + "\n" + intro + "\n" + _table(None, rows, "20 80")
 
 
 def module_page(module_name: str) -> str:

@@ -115,6 +115,17 @@ def test_the_partition_page_says_what_the_spec_says(site):
     assert "def committed_records_survive(state: PartitionState) -> bool:" in text
     # citations link to public sources
     assert 'href="https://cwiki.apache.org/confluence/display/KAFKA/Kafka+Improvement+Proposals"' in page
+    # the references gathered from the docstrings of the machine and its modules
+    references = text[text.index("References") :]
+    for cited in (
+        "KIP-101",
+        "KIP-279",
+        "KIP-320",
+        "KAFKA-7128",
+        "min.insync.replicas",
+        "Partition.maybeIncrementLeaderHW",
+    ):
+        assert cited in references, cited
     for module in ("spec-log", "spec-isr", "spec-truncation", "spec-types"):
         assert f"../modules/{module}.html" in page
 
