@@ -1509,9 +1509,10 @@ def committed_records_survive(state: ZkState) -> bool:
     """No committed record is lost while elections are clean: the true leader and every
     member of ZooKeeper's ISR hold every record that was ever below a true leader's high
     watermark. Logs survive crashes here, so `min.insync.replicas` only decides which writes
-    are accepted; fails after an unclean election, or when an election ignores the ISR."""
+    are accepted. Kafka promises it only with `unclean.leader.election.enable=false`: it fails
+    after an unclean election, or when an election ignores the ISR."""
     history = state.history
-    if history.unclean_elections or not history.committed:
+    if not history.committed:
         return True
     znode = state.zk.partition
     holders = set(znode.isr) if znode is not None else set()

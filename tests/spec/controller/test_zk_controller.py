@@ -369,8 +369,6 @@ def test_committed_records_invariant() -> None:
     assert zk.committed_records_survive(state)
     broken = replace(state, brokers=(state.brokers[0], replace(state.brokers[1], log=()), state.brokers[2]))
     assert not zk.committed_records_survive(broken)
-    unclean = replace(broken, history=replace(broken.history, unclean_elections=1))
-    assert zk.committed_records_survive(unclean)
 
 
 def test_online_partition_invariant() -> None:
