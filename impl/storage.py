@@ -6,7 +6,8 @@ What it is
     (`00000000000000000000.log`). Kafka's classes: `UnifiedLog`/`LocalLog` (the segmented
     log), `LogSegment` (one segment), `OffsetIndex` (the sparse index), `LogValidator` (the
     checks on a produced batch and the in-place offset assignment) and `LogLoader`
-    (recovery on open); seeds 000 and 001 describe the layout.
+    (recovery on open); the Kafka documentation's "Log" and "Message Format" sections describe
+    the layout.
 
 Batch format (Kafka's message format v2, KIP-98: `DefaultRecordBatch`)
     A data file is a sequence of record batches. Big-endian, 61-byte header::

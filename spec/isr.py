@@ -21,7 +21,8 @@ What it is
 Where it comes from
     `Partition.maybeShrinkIsr`, `maybeExpandIsr`, `maybeIncrementLeaderHW`,
     `appendRecordsToLeader`, `checkEnoughReplicasReachOffset`, `Replica.isCaughtUp`;
-    seeds 000 and 004 (ISR, `replica.lag.time.max.ms`, `min.insync.replicas`, acks).
+    the Kafka documentation ("Replication"; the broker configs `replica.lag.time.max.ms`,
+    `min.insync.replicas` and the producer's `acks`).
 
 Time
     Time is a logical clock. The leader keeps, per follower, the number of ticks since it

@@ -10,7 +10,8 @@ What it is
 Where it comes from
     Kafka's `UnifiedLog` (`truncateTo`, `maybeIncrementLogStartOffset`,
     `updateHighWatermark`) and `LeaderEpochFileCache` (`assign`, `endOffsetFor`,
-    `truncateFromEnd`, `truncateFromStart`); seeds 001 and 003 (LEO, HW, leader epoch).
+    `truncateFromEnd`, `truncateFromStart`); the Kafka documentation's "Replication" section
+    (log end offset, high watermark) and KIP-101 (leader epoch).
 
 What is abstracted
     Segments, indexes, batches and bytes (the optimized implementation in `impl/` has them):
