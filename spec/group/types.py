@@ -345,3 +345,35 @@ class OffsetFetchResponse:
 
     error: Errors
     partitions: tuple[OffsetFetchPartitionResponse, ...] = ()
+
+
+# --- ConsumerGroupHeartbeat (KIP-848) ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupHeartbeatRequest:
+    """`ConsumerGroupHeartbeatRequest` (KIP-848): the member epoch says what the member is doing
+    (0 join, -1 leave, -2 a static member leaves for now, else the epoch it last heard);
+    `topic_partitions` are the partitions it owns (None: not sent). `rebalance_timeout_ms`
+    (-1: the broker's default), `subscribed_topic_names` and `server_assignor` are carried as
+    Kafka's clients send them."""
+
+    group_id: str
+    member_id: MemberId
+    member_epoch: int
+    instance_id: GroupInstanceId | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] | None = None
+    server_assignor: str | None = None
+    topic_partitions: tuple[TopicPartition, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupHeartbeatResponse:
+    """`ConsumerGroupHeartbeatResponse`: the error, the member id and epoch, and the member's
+    assignment (None when the response carries none), sorted."""
+
+    error: Errors
+    member_id: MemberId | None = None
+    member_epoch: int = -1
+    assignment: tuple[TopicPartition, ...] | None = None
