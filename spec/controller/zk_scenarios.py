@@ -210,7 +210,7 @@ EVERY_INVARIANT = tuple(zk.INVARIANTS)
 _ZOMBIE = ZkConfig(
     max_records=0, max_zombies=1, max_controlled_shutdowns=1, max_isr_changes=0, max_restarts=0
 )
-_BOUNCE = ZkConfig(max_records=0, max_crashes=1, max_isr_changes=0)
+_BOUNCE = ZkConfig(max_records=0, max_crashes=1, max_isr_changes=0, max_controlled_shutdowns=1)
 _ISR_RACE = ZkConfig(max_records=0, max_crashes=1, max_isr_changes=1)
 _ELECTION = ZkConfig(max_records=1, max_crashes=1, max_isr_changes=1)
 
@@ -268,12 +268,13 @@ SCENARIOS: tuple[Scenario[ZkConfig], ...] = (
     Scenario(
         name="zk-fast-bounce-with-broker-epochs",
         summary="KIP-380: the controller detects the bounce by the new broker epoch (czxid), handles it as a "
-        "failure and a startup, and brokers refuse their previous incarnation's requests",
+        "failure and a startup, and a bounced broker refuses its previous incarnation's requests (such as "
+        "a controlled shutdown's StopReplica)",
         machine=MACHINE,
         config=_BOUNCE,
         invariants=EVERY_INVARIANT,
         expect_violation=False,
-        witnesses=("bounce_detected", "controller_failed_over"),
+        witnesses=("bounce_detected", "stale_request_refused"),
         reference="KIP-380, KAFKA-7235",
         max_depth=30,
     ),
@@ -305,7 +306,7 @@ SCENARIOS: tuple[Scenario[ZkConfig], ...] = (
         summary="a follower's broker dies while the controller's session expires: the new controller reads "
         "ZooKeeper, elects, and no committed record is lost",
         machine=MACHINE,
-        config=replace(_ELECTION, max_zombies=1, max_isr_changes=0),
+        config=replace(_ELECTION, max_zombies=1, max_isr_changes=0, max_restarts=0),
         invariants=EVERY_INVARIANT,
         expect_violation=False,
         witnesses=("controller_failed_over", "leader_elected_by_new_controller", "record_committed"),

@@ -3,14 +3,15 @@ rule (counterexample without it, none with it), and the mutants the invariants m
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
 
 from spec.checker import check
 from spec.controller import zk_controller as zk
-from spec.controller import zk_states as sm
 from spec.controller import zk_requests
+from spec.controller import zk_states as sm
 from spec.controller.zk_requests import ALL_RULES, RULE_SETS, Request, Rule, Verdict
 from spec.controller.zk_scenarios import MACHINE, SCENARIOS, describe_state, explain, model
 from spec.machines import Scenario, run_scenario
@@ -161,3 +162,10 @@ def test_settings_apply() -> None:
     )
     assert config.rules == RULE_SETS["before-kip-380"] and config.max_crashes == 2
     assert config.unclean_leader_election
+
+
+def test_state_as_json() -> None:
+    state = zk.initial_state(BY_NAME["zk-reassignment"].config)
+    data = json.loads(json.dumps(MACHINE.as_json(state)))
+    assert data["zk"]["controller"] == 2 and data["zk"]["partition"]["isr"] == [0, 1]
+    assert data["brokers"][0]["role"] == "leader"
