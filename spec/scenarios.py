@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from spec import partition_scenarios
-from spec.controller import kraft_scenarios
+from spec.controller import kraft_scenarios, zk_scenarios
 from spec.group import classic_scenarios, consumer_scenarios
 from spec.machines import (
     DEFAULT_MAX_DEPTH,
@@ -28,6 +28,7 @@ SCENARIOS: tuple[Scenario[Any], ...] = (
     *classic_scenarios.SCENARIOS,
     *consumer_scenarios.SCENARIOS,
     *kraft_scenarios.SCENARIOS,
+    *zk_scenarios.SCENARIOS,
 )
 """Every scenario, machine by machine, in the order `check --all` runs them."""
 
