@@ -1091,7 +1091,8 @@ def generate_pages(
             if (label := _module_page_name(module_name)) not in written:
                 write(label, module_page(module_name))
                 module = importlib.import_module(module_name)
-                module_entries.append((f"{module_name}: {first_sentence(_docstring(module))}", f"/{label}"))
+                summary = first_sentence(_docstring(module)).replace("`", "")  # a toctree label is plain text
+                module_entries.append((f"{module_name}: {summary}", f"/{label}"))
     write(
         "machines/index",
         _index_page(
