@@ -38,9 +38,12 @@ What is abstracted
     A controller event is handled atomically. Kafka's handler reads ZooKeeper and writes
     conditionally on the zkVersion it read, retrying on BADVERSION until a write succeeds;
     the successful attempt is an atomic read-modify-write, which is what the model applies.
-    A ZooKeeper operation on an expired session fails, and so does the whole event (its
-    writes and sends are dropped together; Kafka may have done part of them first, which the
-    next controller repairs from ZooKeeper on failover). Events in a broker's queue are
+    A ZooKeeper operation on an expired session fails, and so does the rest of the event: the
+    requests of the batches Kafka had already sent stay sent (a controlled shutdown's
+    StopReplica goes out before the ISR removal that needs ZooKeeper), the rest is dropped.
+    A failing operation is always the event's first ZooKeeper operation here (a session
+    cannot expire, nor the controller epoch move, within one atomic event), so no partial
+    ZooKeeper write is left behind. Events in a broker's queue are
     handled in any order (Kafka's queue is FIFO: more interleavings here, none fewer).
     Follower fetching is one step (request and response together), and replica lag is
     nondeterministic (a leader may drop any follower from the ISR at any time, as a follower
