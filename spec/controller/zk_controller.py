@@ -226,6 +226,7 @@ class History:
     bounces_detected: int = 0  # capped at 1: KIP-380 bounce detections
     shutdown_moves: int = 0  # capped at 1: leaderships a controlled shutdown moved away
     reassignments_completed: int = 0
+    isr_writes_refused: int = 0  # capped at 1: a leader's ISR write failed with BADVERSION
     crashes: int = 0
     restarts: int = 0
     zombies: int = 0
@@ -1334,7 +1335,9 @@ def _leader_write_isr(
     )
     zk = leader_isr_write(state.zk, expected, znode)
     if zk is None:
-        return None
+        if state.history.isr_writes_refused:
+            return None  # a second BADVERSION teaches nothing new
+        return replace(state, history=replace(state.history, isr_writes_refused=1))
     leader = replace(leader, isr=isr, zk_version=znode.zk_version)
     leader = replace(leader, high_watermark=_leader_high_watermark(leader, leader_id))
     brokers = list(_set(state.brokers, leader_id, leader))
@@ -1622,6 +1625,8 @@ def leader_epochs_only_grow(before: ZkState, after: ZkState) -> bool:
     if old is not None and new is not None and new.leader_epoch < old.leader_epoch:
         return False
     for previous, current in zip(before.brokers, after.brokers, strict=True):
+        if current is previous:
+            continue
         same_incarnation = previous.alive and current.alive and current.session == previous.session
         if same_incarnation and current.leader_epoch < previous.leader_epoch:
             return False
@@ -1681,6 +1686,11 @@ def reassignment_completed(state: ZkState) -> bool:
     return state.history.reassignments_completed > 0
 
 
+def isr_write_refused(state: ZkState) -> bool:
+    """A leader's conditional ISR write failed (BADVERSION): the controller had written since."""
+    return state.history.isr_writes_refused > 0
+
+
 def partition_offline(state: ZkState) -> bool:
     """ZooKeeper's partition has no leader."""
     znode = state.zk.partition
@@ -1696,5 +1706,6 @@ WITNESSES: dict[str, Invariant] = {
     "shutdown_moved_leadership": shutdown_moved_leadership,
     "reassignment_completed": reassignment_completed,
     "partition_offline": partition_offline,
+    "isr_write_refused": isr_write_refused,
 }
 """States a scenario can require to be reachable."""

@@ -297,14 +297,14 @@ SCENARIOS: tuple[Scenario[ZkConfig], ...] = (
         config=_ISR_RACE,
         invariants=EVERY_INVARIANT,
         expect_violation=False,
-        witnesses=("partition_offline",),
+        witnesses=("isr_write_refused",),
         reference="ReplicationUtils.updateLeaderAndIsr; KIP-497",
         max_depth=30,
     ),
     Scenario(
         name="zk-failover-during-election",
-        summary="a follower's broker dies while the controller's session expires: the new controller reads "
-        "ZooKeeper, elects, and no committed record is lost",
+        summary="a broker dies and the controller's session expires before, while or after it handles the "
+        "failure: the new controller reads ZooKeeper, elects, and no committed record is lost",
         machine=MACHINE,
         config=replace(_ELECTION, max_zombies=1, max_isr_changes=0, max_restarts=0),
         invariants=EVERY_INVARIANT,

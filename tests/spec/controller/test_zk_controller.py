@@ -325,7 +325,9 @@ def test_isr_shrink_is_a_conditional_write() -> None:
     assert PendingEvent(Event.ISR_CHANGE) in state.brokers[2].events
     # the controller bumped the version meanwhile: BADVERSION, the leader keeps its ISR
     moved = replace(start(), zk=replace(start().zk, partition=PartitionZnode(0, 1, (0, 1), 1, 1)))
-    assert zk.step(CONFIG, moved, LeaderShrinkIsr(0, 1)) is None
+    refused = run(moved, LeaderShrinkIsr(0, 1))
+    assert refused.zk == moved.zk and refused.brokers == moved.brokers and zk.isr_write_refused(refused)
+    assert zk.step(CONFIG, refused, LeaderShrinkIsr(0, 1)) is None
     unconditional = replace(CONFIG, rules=RULE_SETS["without-conditional-isr-writes"])
     overwritten = run(moved, LeaderShrinkIsr(0, 1), config=unconditional)
     assert overwritten.zk.partition is not None and overwritten.zk.partition.leader_epoch == 0

@@ -50,7 +50,7 @@ def test_counterexample_and_its_length(name: str) -> None:
     assert outcome.explanation is not None and outcome.explanation != prop
 
 
-FAST_PASSES = ("zk-fast-bounce-with-broker-epochs", "zk-conditional-isr-write")
+FAST_PASSES = ("zk-conditional-isr-write", "zk-reassignment")
 
 
 @pytest.mark.parametrize("name", FAST_PASSES)
