@@ -1691,6 +1691,11 @@ def isr_write_refused(state: ZkState) -> bool:
     return state.history.isr_writes_refused > 0
 
 
+def requests_duplicated_and_lost(state: ZkState) -> bool:
+    """A control request was delivered twice and another was lost."""
+    return state.history.duplicated > 0 and state.history.lost > 0
+
+
 def partition_offline(state: ZkState) -> bool:
     """ZooKeeper's partition has no leader."""
     znode = state.zk.partition
@@ -1707,5 +1712,6 @@ WITNESSES: dict[str, Invariant] = {
     "reassignment_completed": reassignment_completed,
     "partition_offline": partition_offline,
     "isr_write_refused": isr_write_refused,
+    "requests_duplicated_and_lost": requests_duplicated_and_lost,
 }
 """States a scenario can require to be reachable."""

@@ -326,6 +326,25 @@ SCENARIOS: tuple[Scenario[ZkConfig], ...] = (
         max_depth=30,
     ),
     Scenario(
+        name="zk-duplicated-and-lost-requests",
+        summary="a controlled shutdown while one control request is delivered twice and another is lost: "
+        "leader epochs and controller epochs still fence every late copy",
+        machine=MACHINE,
+        config=replace(
+            _ELECTION,
+            max_records=0,
+            max_crashes=0,
+            max_controlled_shutdowns=1,
+            max_duplicated_requests=1,
+            max_lost_requests=1,
+        ),
+        invariants=EVERY_INVARIANT,
+        expect_violation=False,
+        witnesses=("shutdown_moved_leadership", "requests_duplicated_and_lost"),
+        reference="ControllerChannelManager",
+        max_depth=30,
+    ),
+    Scenario(
         name="zk-reassignment",
         summary="reassign the partition from [0,1] to [1,2]: the new replica starts, joins the ISR, "
         "leadership moves off the removed replica, which is stopped and deleted",

@@ -402,3 +402,47 @@ def test_validate() -> None:
     assert zk.validate(ZkConfig(assignment=(0, 5))) is not None
     assert zk.validate(ZkConfig(min_insync_replicas=3)) is not None
     assert zk.validate(ZkConfig(initial_controller=7)) is not None
+
+
+def _zombie_with_pending_shutdown(config: ZkConfig) -> ZkState:
+    """Broker 0 asked controller 2 for a controlled shutdown; 2's session expired, 0 became
+    controller (epoch 2); the zombie 2 still holds the request."""
+    state = run(start(config), BrokerRequestControlledShutdown(0, 2), SessionExpire(2), config=config)
+    return run(state, ControllerProcessEvent(0, REELECT), config=config)
+
+
+def test_zombie_with_expired_session_sends_only_the_first_batch() -> None:
+    state = _zombie_with_pending_shutdown(CONFIG)
+    event = PendingEvent(Event.CONTROLLED_SHUTDOWN, 0, 1)
+    # broker 0 leads: the election needs ZooKeeper, which fails, and nothing is sent
+    after = run(state, ControllerProcessEvent(2, event))
+    assert after.channels == state.channels and after.zk == state.zk
+    # for a follower, the StopReplica batch goes out before the ISR removal fails
+    follower = run(start(), BrokerRequestControlledShutdown(1, 2), SessionExpire(2))
+    after = run(follower, ControllerProcessEvent(2, PendingEvent(Event.CONTROLLED_SHUTDOWN, 1, 2)))
+    assert [r.kind for r in after.channels[1]] == [RequestKind.STOP_REPLICA]
+    assert after.channels[1][0].controller_epoch == 1 and after.zk == follower.zk
+
+
+def test_renewed_zombie_write_is_fenced_by_controller_epoch() -> None:
+    state = run(_zombie_with_pending_shutdown(CONFIG), BrokerRenewSession(2))
+    event = PendingEvent(Event.CONTROLLED_SHUTDOWN, 0, 1)
+    after = run(state, ControllerProcessEvent(2, event))
+    assert after.zk.partition == state.zk.partition  # ControllerMovedException
+    assert after.brokers[2].controller is None  # maybeResign: /controller is broker 0's
+    unfenced = replace(CONFIG, rules=RULE_SETS["without-controller-epoch-zk-fencing"])
+    state = run(_zombie_with_pending_shutdown(unfenced), BrokerRenewSession(2), config=unfenced)
+    after = run(state, ControllerProcessEvent(2, event), config=unfenced)
+    assert after.zk.partition is not None and after.zk.partition.leader == 1
+    assert after.zk.partition.controller_epoch == 1  # written by the zombie, unknown to controller 0
+
+
+def test_zombie_aborts_when_the_znode_has_a_newer_controller_epoch() -> None:
+    unfenced = replace(CONFIG, rules=RULE_SETS["without-controller-epoch-zk-fencing"])
+    state = run(_zombie_with_pending_shutdown(unfenced), BrokerRenewSession(2), config=unfenced)
+    newer = replace(state.zk, partition=replace(state.zk.partition, controller_epoch=2))
+    state = replace(state, zk=newer)
+    after = run(
+        state, ControllerProcessEvent(2, PendingEvent(Event.CONTROLLED_SHUTDOWN, 0, 1)), config=unfenced
+    )
+    assert after.zk.partition == newer.partition
