@@ -8,7 +8,8 @@ layer above them:
 
 * `Machine`: how to build the checker's `Model` from a configuration, the machine's `--set`
   keys (Kafka's configuration names where Kafka has one), how to show a state as text, and how
-  to explain a violated property in one sentence;
+  to explain a violated property in one sentence; optionally the modules it is built from and a
+  `Diagram` projection, which the documentation site (`kafkaspec docs`) shows;
 * `Scenario`: a named question about one machine (a configuration, the properties it checks,
   the expected outcome, witnesses that make a pass non-vacuous, the depth bound);
 * `run_scenario`: checks one scenario and says whether the outcome is the expected one;
