@@ -8,6 +8,10 @@ interface). The classic group coordinator's suites (``coordinator`` names both,
 `conformance.coordinator_sut`): ``coordinator-exhaustive`` (`conformance.coordinator_exhaustive`:
 every state of the classic group spec within `depth` actions, as the coordinator's requests)
 and ``coordinator-machine`` (`conformance.machines.coordinator`: random requests and timers).
+The KRaft controller's suites (``controller`` names both, `conformance.controller_sut`):
+``controller-exhaustive`` (`conformance.controller_exhaustive`: every state of the KRaft spec
+within `depth` actions, as the controller's requests) and ``controller-machine``
+(`conformance.machines.controller`: random requests with near misses).
 `run_conformance("impl", examples=200, seed=0)` runs every suite that applies to the target,
 the random ones each for `examples` generated command sequences.
 
@@ -16,8 +20,9 @@ Which suites run
     ``reference``. A ``MODULE:FACTORY`` target implements one interface, so it names its
     suite: ``log`` (the default, as before the partition suite existed: ``FACTORY()``
     returns a `LogUnderTest`), ``partition`` or ``exhaustive`` (``FACTORY(settings)``
-    returns a `PartitionUnderTest`), or ``coordinator`` (``FACTORY(settings)`` returns a
-    `ClassicCoordinatorUnderTest`); ``all`` with ``MODULE:FACTORY`` raises ValueError.
+    returns a `PartitionUnderTest`), ``coordinator`` (``FACTORY(settings)`` returns a
+    `ClassicCoordinatorUnderTest`) or ``controller`` (``FACTORY(settings)`` returns a
+    `ControllerUnderTest`); ``all`` with ``MODULE:FACTORY`` raises ValueError.
 
 Determinism and failures
     With a seed a run is deterministic (Hypothesis's `@seed`: the same seed gives the same
@@ -44,22 +49,34 @@ from hypothesis.errors import FlakyFailure
 from hypothesis.reporting import with_reporter
 from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test
 
-from conformance import coordinator_exhaustive
+from conformance import controller_exhaustive, coordinator_exhaustive
 from conformance.exhaustive import DEFAULT_DEPTH, run_exhaustive
 from conformance.guard import DEFAULT_COMMAND_SECONDS, TargetHungError, check_command_seconds
+from conformance.machines.controller import controller_machine_for
 from conformance.machines.coordinator import coordinator_machine_for
 from conformance.machines.log import machine_for
 from conformance.machines.partition import partition_machine_for
 
-STEPS_PER_EXAMPLE = {"log": 40, "partition": 100, "coordinator-machine": 60}
+STEPS_PER_EXAMPLE = {"log": 40, "partition": 100, "coordinator-machine": 60, "controller-machine": 50}
 """Commands per generated sequence. Replication needs longer ones: the states where
 implementations differ (several truncation rounds after repeated leader changes, a follower
 below the leader's log start) lie a few dozen commands deep."""
 
-SUITES = ("log", "partition", "exhaustive", "coordinator-exhaustive", "coordinator-machine")
+SUITES = (
+    "log",
+    "partition",
+    "exhaustive",
+    "coordinator-exhaustive",
+    "coordinator-machine",
+    "controller-exhaustive",
+    "controller-machine",
+)
 """Every suite, in the order `all` runs them."""
 
-SUITE_GROUPS = {"coordinator": ("coordinator-exhaustive", "coordinator-machine")}
+SUITE_GROUPS = {
+    "coordinator": ("coordinator-exhaustive", "coordinator-machine"),
+    "controller": ("controller-exhaustive", "controller-machine"),
+}
 """Names for several suites of one interface: ``coordinator`` is the classic group
 coordinator's exhaustive suite and its random machine (`conformance.coordinator_sut`)."""
 
@@ -110,8 +127,9 @@ def suites_for(target: str, suite: str | None) -> tuple[str, ...]:
         raise ValueError(
             f"conformance target {target!r}: a MODULE:FACTORY target implements one interface, "
             "so name its suite: log (FACTORY() returns a LogUnderTest), partition "
-            "(FACTORY(settings) returns a PartitionUnderTest) or coordinator (FACTORY(settings) "
-            "returns a ClassicCoordinatorUnderTest)"
+            "(FACTORY(settings) returns a PartitionUnderTest), coordinator (FACTORY(settings) "
+            "returns a ClassicCoordinatorUnderTest) or controller (FACTORY(settings) returns a "
+            "ControllerUnderTest)"
         )
     return SUITES
 
@@ -167,6 +185,8 @@ def _machine(suite: str, target: str, command_seconds: float) -> type[RuleBasedS
         return machine_for(target, command_seconds)
     if suite.startswith("coordinator"):
         return coordinator_machine_for(target, command_seconds)
+    if suite.startswith("controller"):
+        return controller_machine_for(target, command_seconds)
     return partition_machine_for(target, command_seconds)
 
 
@@ -176,6 +196,9 @@ def _run_exhaustive(
     started = time.perf_counter()
     run = coordinator_exhaustive.run_exhaustive if suite == "coordinator-exhaustive" else run_exhaustive
     try:
+        if suite == "controller-exhaustive":
+            outcome = controller_exhaustive.run_exhaustive(target, depth, command_seconds=command_seconds)
+            return SuiteResult(suite, outcome.passed, outcome.failure, outcome.seconds)
         result = run(target, depth, command_seconds=command_seconds)
     except TargetHungError as hung:
         return SuiteResult(suite, False, str(hung), time.perf_counter() - started)

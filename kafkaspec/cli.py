@@ -536,7 +536,8 @@ def verify_command(
     help="The system under test: kafkaspec's optimized implementation, the reference, or your own "
     "adapter (MODULE:FACTORY: FACTORY() returns a conformance.sut.LogUnderTest for --suite log, "
     "FACTORY(settings) a conformance.partition_sut.PartitionUnderTest for --suite partition or exhaustive, "
-    "FACTORY(settings) a conformance.coordinator_sut.ClassicCoordinatorUnderTest for --suite coordinator).",
+    "FACTORY(settings) a conformance.coordinator_sut.ClassicCoordinatorUnderTest for --suite coordinator, "
+    "FACTORY(settings) a conformance.controller_sut.ControllerUnderTest for --suite controller).",
 )
 @click.option(
     "--suite",
@@ -548,13 +549,17 @@ def verify_command(
             "coordinator",
             "coordinator-exhaustive",
             "coordinator-machine",
+            "controller",
+            "controller-exhaustive",
+            "controller-machine",
             "all",
         ]
     ),
     default=None,
     help="Which suite to run: the replica log, the replicated partition (random command "
     "sequences), every spec state within --depth (exhaustive), the classic group coordinator "
-    "(coordinator: its exhaustive suite and its random machine), or all of them "
+    "(coordinator: its exhaustive suite and its random machine), the KRaft controller (controller: "
+    "the same two), or all of them "
     "[default: all for impl and reference, log for MODULE:FACTORY, which must name one suite].",
 )
 @click.option(
@@ -601,7 +606,10 @@ def conformance_command(
     --depth actions in each named scenario, with every action the spec refuses there. The
     coordinator suites drive a classic group coordinator with JoinGroup, SyncGroup,
     Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch and its timers: every state of the
-    classic group spec within --depth actions, then random requests with near misses.
+    classic group spec within --depth actions, then random requests with near misses. The
+    controller suites drive a KRaft controller with BrokerRegistration, BrokerHeartbeat,
+    session expiries, AlterPartition, partition creation and reassignment: every state of the
+    KRaft spec within --depth actions, then random requests with near misses.
 
     Exit 0 conforms, 1 divergence (printed as the minimal failing command sequence), 2 error.
     """
