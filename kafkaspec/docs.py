@@ -1042,7 +1042,10 @@ def _scenario_index() -> str:
     for machine in MACHINES:
         mine = [scenario for scenario in SCENARIOS if scenario.machine is machine]
         out.append(_heading(f"{machine.name}: {machine.title}", "-"))
-        rows = [(f":doc:`{scenario.name}`", scenario.expected, scenario.summary) for scenario in mine]
+        rows = [
+            (f":doc:`{scenario.name} <{scenario.name}>`", scenario.expected, scenario.summary)
+            for scenario in mine
+        ]
         out.append(_table(("scenario", "expected", "question"), rows, "25 15 60"))
     toctree = "\n".join(f"   {scenario.name}" for scenario in SCENARIOS)
     out.append(f".. toctree::\n   :hidden:\n   :maxdepth: 1\n\n{toctree}\n")
