@@ -169,3 +169,12 @@ def test_state_as_json() -> None:
     data = json.loads(json.dumps(MACHINE.as_json(state)))
     assert data["zk"]["controller"] == 2 and data["zk"]["partition"]["isr"] == [0, 1]
     assert data["brokers"][0]["role"] == "leader"
+
+
+def test_mutant_transition_table_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A replica table that forgets OfflineReplica -> ReplicaDeletionStarted makes the
+    reassignment ask for a move the table forbids."""
+    mutated = dict(sm.REPLICA_VALID_PREVIOUS)
+    mutated[sm.ReplicaState.DELETION_STARTED] = frozenset()
+    monkeypatch.setattr(sm, "REPLICA_VALID_PREVIOUS", mutated)
+    assert _first_violation("zk-reassignment", depth=20) == "state_machine_moves_are_valid"
