@@ -43,11 +43,19 @@ What is abstracted
     StopReplica goes out before the ISR removal that needs ZooKeeper), the rest is dropped.
     A failing operation is always the event's first ZooKeeper operation here (a session
     cannot expire, nor the controller epoch move, within one atomic event), so no partial
-    ZooKeeper write is left behind. Events in a broker's queue are
-    handled in any order (Kafka's queue is FIFO: more interleavings here, none fewer).
-    Follower fetching is one step (request and response together), and replica lag is
+    ZooKeeper write is left behind. Events in a broker's queue are handled in any order
+    (Kafka's queue is FIFO: more interleavings here, none fewer); events that could only do
+    nothing are not queued (a Reelect while `/controller` exists, a resigned controller's
+    events), which removes steps that change nothing. Follower fetching is one step (request and response together), and replica lag is
     nondeterministic (a leader may drop any follower from the ISR at any time, as a follower
     that stops fetching for `replica.lag.time.max.ms` is dropped).
+
+Properties (`INVARIANTS`, `STEP_PROPERTIES`)
+    one controller per controller epoch; no broker obeys an older controller than one it
+    obeyed; an Online partition has a live leader in its ISR; the leader's ISR contains the
+    ISR in ZooKeeper (the "maximal ISR" property); committed records survive (clean
+    elections); an idle controller's replicas have applied ZooKeeper's leader epoch; no move
+    the state machine tables forbid is asked for; leader epochs only grow.
 
 Ghost state
     `History` is not part of Kafka: committed records, the newest controller epoch each
