@@ -46,9 +46,10 @@ What is abstracted
     ZooKeeper write is left behind. Events in a broker's queue are handled in any order
     (Kafka's queue is FIFO: more interleavings here, none fewer); events that could only do
     nothing are not queued (a Reelect while `/controller` exists, a resigned controller's
-    events), which removes steps that change nothing. Follower fetching is one step (request and response together), and replica lag is
-    nondeterministic (a leader may drop any follower from the ISR at any time, as a follower
-    that stops fetching for `replica.lag.time.max.ms` is dropped).
+    events), which removes steps that change nothing. Follower fetching is one step (request
+    and response together), and replica lag is nondeterministic (a leader may drop any
+    follower from the ISR at any time, as a follower that stops fetching for
+    `replica.lag.time.max.ms` is dropped).
 
 Properties (`INVARIANTS`, `STEP_PROPERTIES`)
     one controller per controller epoch; no broker obeys an older controller than one it
