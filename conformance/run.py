@@ -11,7 +11,12 @@ and ``coordinator-machine`` (`conformance.machines.coordinator`: random requests
 The KRaft controller's suites (``controller`` names both, `conformance.controller_sut`):
 ``controller-exhaustive`` (`conformance.controller_exhaustive`: every state of the KRaft spec
 within `depth` actions, as the controller's requests) and ``controller-machine``
-(`conformance.machines.controller`: random requests with near misses).
+(`conformance.machines.controller`: random requests with near misses). The KIP-848
+consumer-group coordinator's suites (``consumer-group`` names both,
+`conformance.consumer_group_sut`): ``consumer-group-exhaustive``
+(`conformance.consumer_group_exhaustive`: every state of `spec.group.consumer` within `depth`
+actions in each consumer scenario, as the coordinator's requests) and
+``consumer-group-machine`` (`conformance.machines.consumer_group`: random requests and timers).
 `run_conformance("impl", examples=200, seed=0)` runs every suite that applies to the target,
 the random ones each for `examples` generated command sequences.
 
@@ -21,8 +26,9 @@ Which suites run
     suite: ``log`` (the default, as before the partition suite existed: ``FACTORY()``
     returns a `LogUnderTest`), ``partition`` or ``exhaustive`` (``FACTORY(settings)``
     returns a `PartitionUnderTest`), ``coordinator`` (``FACTORY(settings)`` returns a
-    `ClassicCoordinatorUnderTest`) or ``controller`` (``FACTORY(settings)`` returns a
-    `ControllerUnderTest`); ``all`` with ``MODULE:FACTORY`` raises ValueError.
+    `ClassicCoordinatorUnderTest`), ``controller`` (``FACTORY(settings)`` returns a
+    `ControllerUnderTest`) or ``consumer-group`` (``FACTORY(settings)`` returns a
+    `ConsumerGroupCoordinatorUnderTest`); ``all`` with ``MODULE:FACTORY`` raises ValueError.
 
 Determinism and failures
     With a seed a run is deterministic (Hypothesis's `@seed`: the same seed gives the same
@@ -49,15 +55,22 @@ from hypothesis.errors import FlakyFailure
 from hypothesis.reporting import with_reporter
 from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test
 
-from conformance import controller_exhaustive, coordinator_exhaustive
+from conformance import consumer_group_exhaustive, controller_exhaustive, coordinator_exhaustive
 from conformance.exhaustive import DEFAULT_DEPTH, run_exhaustive
 from conformance.guard import DEFAULT_COMMAND_SECONDS, TargetHungError, check_command_seconds
+from conformance.machines.consumer_group import consumer_group_machine_for
 from conformance.machines.controller import controller_machine_for
 from conformance.machines.coordinator import coordinator_machine_for
 from conformance.machines.log import machine_for
 from conformance.machines.partition import partition_machine_for
 
-STEPS_PER_EXAMPLE = {"log": 40, "partition": 100, "coordinator-machine": 60, "controller-machine": 50}
+STEPS_PER_EXAMPLE = {
+    "log": 40,
+    "partition": 100,
+    "coordinator-machine": 60,
+    "controller-machine": 50,
+    "consumer-group-machine": 60,
+}
 """Commands per generated sequence. Replication needs longer ones: the states where
 implementations differ (several truncation rounds after repeated leader changes, a follower
 below the leader's log start) lie a few dozen commands deep."""
@@ -70,12 +83,15 @@ SUITES = (
     "coordinator-machine",
     "controller-exhaustive",
     "controller-machine",
+    "consumer-group-exhaustive",
+    "consumer-group-machine",
 )
 """Every suite, in the order `all` runs them."""
 
 SUITE_GROUPS = {
     "coordinator": ("coordinator-exhaustive", "coordinator-machine"),
     "controller": ("controller-exhaustive", "controller-machine"),
+    "consumer-group": ("consumer-group-exhaustive", "consumer-group-machine"),
 }
 """Names for several suites of one interface: ``coordinator`` is the classic group
 coordinator's exhaustive suite and its random machine (`conformance.coordinator_sut`)."""
@@ -128,7 +144,8 @@ def suites_for(target: str, suite: str | None) -> tuple[str, ...]:
             f"conformance target {target!r}: a MODULE:FACTORY target implements one interface, "
             "so name its suite: log (FACTORY() returns a LogUnderTest), partition "
             "(FACTORY(settings) returns a PartitionUnderTest), coordinator (FACTORY(settings) "
-            "returns a ClassicCoordinatorUnderTest) or controller (FACTORY(settings) returns a "
+            "returns a ClassicCoordinatorUnderTest), consumer-group (FACTORY(settings) returns a "
+            "ConsumerGroupCoordinatorUnderTest) or controller (FACTORY(settings) returns a "
             "ControllerUnderTest)"
         )
     return SUITES
@@ -187,6 +204,8 @@ def _machine(suite: str, target: str, command_seconds: float) -> type[RuleBasedS
         return coordinator_machine_for(target, command_seconds)
     if suite.startswith("controller"):
         return controller_machine_for(target, command_seconds)
+    if suite.startswith("consumer-group"):
+        return consumer_group_machine_for(target, command_seconds)
     return partition_machine_for(target, command_seconds)
 
 
@@ -199,6 +218,9 @@ def _run_exhaustive(
         if suite == "controller-exhaustive":
             outcome = controller_exhaustive.run_exhaustive(target, depth, command_seconds=command_seconds)
             return SuiteResult(suite, outcome.passed, outcome.failure, outcome.seconds)
+        if suite == "consumer-group-exhaustive":
+            found = consumer_group_exhaustive.run_exhaustive(target, depth, command_seconds=command_seconds)
+            return SuiteResult(suite, found.passed, found.failure, found.seconds)
         result = run(target, depth, command_seconds=command_seconds)
     except TargetHungError as hung:
         return SuiteResult(suite, False, str(hung), time.perf_counter() - started)

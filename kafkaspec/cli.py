@@ -537,7 +537,9 @@ def verify_command(
     "adapter (MODULE:FACTORY: FACTORY() returns a conformance.sut.LogUnderTest for --suite log, "
     "FACTORY(settings) a conformance.partition_sut.PartitionUnderTest for --suite partition or exhaustive, "
     "FACTORY(settings) a conformance.coordinator_sut.ClassicCoordinatorUnderTest for --suite coordinator, "
-    "FACTORY(settings) a conformance.controller_sut.ControllerUnderTest for --suite controller).",
+    "FACTORY(settings) a conformance.controller_sut.ControllerUnderTest for --suite controller, "
+    "FACTORY(settings) a conformance.consumer_group_sut.ConsumerGroupCoordinatorUnderTest for "
+    "--suite consumer-group).",
 )
 @click.option(
     "--suite",
@@ -552,6 +554,9 @@ def verify_command(
             "controller",
             "controller-exhaustive",
             "controller-machine",
+            "consumer-group",
+            "consumer-group-exhaustive",
+            "consumer-group-machine",
             "all",
         ]
     ),
@@ -559,7 +564,7 @@ def verify_command(
     help="Which suite to run: the replica log, the replicated partition (random command "
     "sequences), every spec state within --depth (exhaustive), the classic group coordinator "
     "(coordinator: its exhaustive suite and its random machine), the KRaft controller (controller: "
-    "the same two), or all of them "
+    "the same two), the KIP-848 consumer-group coordinator (consumer-group: the same two), or all of them "
     "[default: all for impl and reference, log for MODULE:FACTORY, which must name one suite].",
 )
 @click.option(
