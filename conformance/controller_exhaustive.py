@@ -40,8 +40,9 @@ The prelude and offsets
 Near misses
     In each state, the first time a replay passes through it, requests the spec refuses are
     given too: AlterPartition from the leader with an older leader epoch, an older or newer
-    partition epoch, or its previous broker epoch; from a follower with current epochs; a
-    heartbeat one broker epoch off.
+    partition epoch, or its previous broker epoch, or naming a member (a replica outside the
+    ISR if there is one) with a broker epoch that is not its registration's; from a follower
+    with current epochs; a heartbeat one broker epoch off.
 
 Which scenarios, and what the spec does not cover
     Those under Kafka's current rules: `last.known.leader=acceptable` (KAFKA-19522's fix) and
@@ -282,7 +283,7 @@ class Replay:
         registrations = self.pair.reference.registrations
         requests: list[Command] = []
         if partition.has_leader and partition.leader in registrations:
-            leader_epoch = registrations[partition.leader].epoch
+            leader_broker_epoch = registrations[partition.leader].epoch
             isr = tuple((member, -1) for member in sorted(partition.isr | {partition.leader}))
             base = (
                 PARTITION,
@@ -300,6 +301,19 @@ class Replay:
                 requests.append(
                     AlterPartitionRequest(PARTITION, broker_id, broker_epoch, epoch, partition_epoch, isr)
                 )
+            # a member with a broker epoch that is not its registration's (KIP-903)
+            joining = next((replica for replica in partition.replicas if replica not in partition.isr), None)
+            member = partition.leader if joining is None else joining
+            if member in registrations:
+                epochs = {
+                    broker_id: registrations[broker_id].epoch
+                    for broker_id in partition.isr
+                    if broker_id in registrations
+                }
+                epochs[member] = registrations[member].epoch + 1
+                epochs[partition.leader] = leader_broker_epoch + (member == partition.leader)
+                stale_member = tuple(sorted(epochs.items()))
+                requests.append(AlterPartitionRequest(PARTITION, *base[1:], stale_member))
             requests.extend(
                 AlterPartitionRequest(
                     PARTITION,

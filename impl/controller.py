@@ -331,26 +331,28 @@ class KRaftController:
 
     # -- partition changes (PartitionChangeBuilder) ------------------------------------------
 
-    def _acceptor(
+    def _acceptable(
         self, remove: BrokerId = NO_LEADER, add: BrokerId = NO_LEADER, unclean: BrokerId = NO_LEADER
-    ) -> Callable[[BrokerId], bool]:
-        brokers = self.brokers
-
-        def acceptable(replica: BrokerId) -> bool:
-            if replica in (remove, unclean):
-                return False
-            if replica == add:
-                return True
-            broker = brokers.get(replica)
-            return broker is not None and not broker.fenced and not broker.in_controlled_shutdown
-
-        return acceptable
+    ) -> frozenset[BrokerId]:
+        """The brokers that may lead (computed once per event): the active ones
+        (`ClusterControlManager.isActive`), and `add`, being unfenced in this same batch; never
+        `remove` (being fenced or shut down) nor `unclean` (restarting uncleanly)."""
+        active = {
+            broker_id
+            for broker_id, broker in self.brokers.items()
+            if not broker.fenced and not broker.in_controlled_shutdown
+        }
+        if add != NO_LEADER:
+            active.add(add)
+        active.discard(remove)
+        active.discard(unclean)
+        return frozenset(active)
 
     def _build_change(
         self,
         partition_id: PartitionId,
         target_isr: frozenset[BrokerId],
-        acceptable: Callable[[BrokerId], bool],
+        acceptable: frozenset[BrokerId],
         unclean_election: bool,
         unclean_shutdown: frozenset[BrokerId] = _EMPTY,
         target_replicas: tuple[BrokerId, ...] | None = None,
@@ -407,7 +409,18 @@ class KRaftController:
                 last_known = (partition.leader,)
             elif known and (leader >= 0 or NO_LEADER not in (partition.leader, leader)):
                 last_known = ()
-        record = PartitionChangeRecord(
+        if (
+            leader == NO_LEADER_CHANGE
+            and record_isr is None
+            and record_elr is None
+            and last_known is None
+            and recovery is None
+            and replicas == partition.replicas
+            and adding == partition.adding
+            and removing == partition.removing
+        ):
+            return None  # nothing would change: no record
+        return PartitionChangeRecord(
             partition=partition_id,
             leader=leader,
             isr=record_isr,
@@ -418,9 +431,6 @@ class KRaftController:
             removing=None if removing == partition.removing else removing,
             leader_recovery_state=recovery,
         )
-        if record == PartitionChangeRecord(partition=partition_id):
-            return None
-        return record
 
     def _elect(
         self,
@@ -428,23 +438,23 @@ class KRaftController:
         replicas: tuple[BrokerId, ...],
         isr: frozenset[BrokerId],
         elr: frozenset[BrokerId],
-        acceptable: Callable[[BrokerId], bool],
+        acceptable: frozenset[BrokerId],
         unclean_election: bool,
     ) -> tuple[BrokerId, bool]:
         """`electAnyLeader`: keep a valid leader, else the first valid replica (ISR, or ELR
         when the ISR is empty), else the last known leader if acceptable, else unclean."""
         electable = isr if isr else elr
-        if partition.leader != NO_LEADER and partition.leader in electable and acceptable(partition.leader):
+        if partition.leader != NO_LEADER and partition.leader in electable and partition.leader in acceptable:
             return partition.leader, False
         for replica in replicas:
-            if replica in electable and acceptable(replica):
+            if replica in electable and replica in acceptable:
                 return replica, False
         known = partition.last_known_elr
-        if self.elr_enabled and not isr and not elr and len(known) == 1 and acceptable(known[0]):
+        if self.elr_enabled and not isr and not elr and len(known) == 1 and known[0] in acceptable:
             return known[0], True
         if unclean_election:
             for replica in replicas:
-                if acceptable(replica):
+                if replica in acceptable:
                     return replica, True
         return NO_LEADER, False
 
@@ -457,7 +467,7 @@ class KRaftController:
         unclean: BrokerId = NO_LEADER,
     ) -> None:
         """`generateLeaderAndIsrUpdates` over the given partitions."""
-        acceptable = self._acceptor(remove, add, unclean)
+        acceptable = self._acceptable(remove, add, unclean)
         dropped = frozenset((remove, unclean))
         shutdown = frozenset((unclean,)) if unclean != NO_LEADER else _EMPTY
         for partition_id in sorted(partition_ids):
@@ -568,7 +578,7 @@ class KRaftController:
                 return AlterPartitionResponse(error)
             partition = self.partitions[request.partition]
             new_isr = frozenset(member for member, _ in request.new_isr)
-            record = self._build_change(request.partition, new_isr, self._acceptor(), partition.unclean)
+            record = self._build_change(request.partition, new_isr, self._acceptable(), partition.unclean)
             if record is None:
                 return AlterPartitionResponse(KafkaError.NONE, self._view(request.partition))
             records.append(record)
@@ -658,7 +668,7 @@ class KRaftController:
             record = self._build_change(
                 request.partition,
                 partition.isr,
-                self._acceptor(),
+                self._acceptable(),
                 False,
                 target_replicas=(*target, *removing),
                 target_adding=frozenset(target) - frozenset(partition.replicas),
@@ -679,7 +689,7 @@ class KRaftController:
                 return ControllerResponse(KafkaError.UNKNOWN_TOPIC_OR_PARTITION)
             records.append(ConfigRecord(request.partition, request.enabled))
             if request.enabled and partition.leader == NO_LEADER:
-                change = self._build_change(request.partition, partition.isr, self._acceptor(), True)
+                change = self._build_change(request.partition, partition.isr, self._acceptable(), True)
                 if change is not None:
                     records.append(change)
             return ControllerResponse(KafkaError.NONE)

@@ -5,7 +5,8 @@ What it is
     `controller-machine` half). Each test case draws `min.insync.replicas` (1-3) and whether
     KIP-966's eligible leader replicas are on, builds a fresh target
     (`conformance.controller_sut.make_controller`) and `reference.controller.ReferenceController`
-    with them, and sends both the same requests from four brokers about three partitions:
+    with them, creates three partitions on both, and sends both the same requests from four
+    brokers about those partitions and two more:
     broker registrations (a restarted process, or a retry of a refused one; claiming a clean
     shutdown or not), heartbeats (catching up, wanting to shut down), session expiries,
     partition creation with a manual assignment, reassignments, the unclean-election
@@ -21,7 +22,8 @@ What it is
     request to the next.
 
 Near misses and swarm testing
-    A third of the AlterPartition requests and heartbeats are *near misses*: one field off
+    Half the AlterPartition requests (a rule of their own) and a third of the heartbeats are
+    *near misses*: one field off
     by one or from the wrong broker (an older leader epoch, an older or newer partition
     epoch, the requester's or a member's previous broker epoch, a follower asking, RECOVERING
     with two members, a heartbeat one epoch off), which the controller must refuse exactly as
@@ -73,7 +75,8 @@ from spec.controller.types import (
 T = TypeVar("T")
 
 BROKERS = (0, 1, 2, 3)
-PARTITIONS = (0, 1, 2)
+PARTITIONS = (0, 1, 2, 3)
+INITIAL_PARTITIONS = (0, 1, 2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,10 +330,19 @@ class ControllerConformanceMachine(RuleBasedStateMachine):
         min_isr=st.integers(1, 3),
         elr=st.booleans(),
         disabled=st.sets(st.sampled_from(KINDS[1:]), max_size=2),
+        assignments=st.tuples(ASSIGNMENTS, ASSIGNMENTS, ASSIGNMENTS),
+        unclean=st.sampled_from((False, False, True)),
     )
-    def start(self, min_isr: int, elr: bool, disabled: set[str]) -> None:
-        """Both controllers start empty; every broker registers and catches up, so most test
-        cases have a cluster to work with."""
+    def start(
+        self,
+        min_isr: int,
+        elr: bool,
+        disabled: set[str],
+        assignments: tuple[tuple[BrokerId, ...], ...],
+        unclean: bool,
+    ) -> None:
+        """Both controllers start empty; every broker registers and catches up, and three
+        partitions are created, so every test case has a cluster to work with."""
         settings = ControllerSettings(min_insync_replicas=min_isr, eligible_leader_replicas=elr)
         self._pair = ControllerPair(self.target, settings, self.command_seconds)
         self.disabled = frozenset(disabled)
@@ -340,6 +352,8 @@ class ControllerConformanceMachine(RuleBasedStateMachine):
             self.pair.run(BrokerRegistrationRequest(broker_id, 0))
             epoch = self.pair.reference.registrations[broker_id].epoch
             self.pair.run(BrokerHeartbeatRequest(broker_id, epoch, self.pair.reference.log_end - 1))
+        for partition, replicas in zip(INITIAL_PARTITIONS, assignments, strict=True):
+            self.pair.run(CreatePartitionRequest(partition, replicas, unclean))
 
     def _enabled(self, kind: str) -> bool:
         return kind not in self.disabled
@@ -380,12 +394,12 @@ class ControllerConformanceMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: self._pair is not None and self._enabled("create"))
     @rule(
-        partition=st.sampled_from(PARTITIONS),
+        partition=st.sampled_from((*PARTITIONS, 4)),
         replicas=ASSIGNMENTS,
         unclean=st.sampled_from((False, False, True)),
     )
     def create(self, partition: PartitionId, replicas: tuple[BrokerId, ...], unclean: bool) -> None:
-        """Create a partition (again: TOPIC_ALREADY_EXISTS)."""
+        """Create a partition (one that exists: TOPIC_ALREADY_EXISTS)."""
         self.pair.run(CreatePartitionRequest(partition, replicas, unclean))
 
     @precondition(lambda self: self._pair is not None and self._enabled("reassign"))
@@ -413,12 +427,32 @@ class ControllerConformanceMachine(RuleBasedStateMachine):
         partition=st.sampled_from(PARTITIONS),
         member=st.sampled_from(BROKERS),
         unknown_epochs=st.booleans(),
-        near=st.one_of(st.none(), st.none(), st.sampled_from(NEAR_MISSES)),
     )
-    def alter(self, partition: PartitionId, member: BrokerId, unknown_epochs: bool, near: str | None) -> None:
-        """The leader asks to add `member` to the ISR or remove it (whichever changes it),
-        with the epochs it knows; or a near miss."""
+    def alter(self, partition: PartitionId, member: BrokerId, unknown_epochs: bool) -> None:
+        """The leader asks to add a replica to the ISR or to remove it."""
+        self._alter(partition, member, unknown_epochs, None)
+
+    @precondition(lambda self: self._pair is not None and self._enabled("alter"))
+    @rule(
+        partition=st.sampled_from(PARTITIONS),
+        member=st.sampled_from(BROKERS),
+        unknown_epochs=st.booleans(),
+        near=st.sampled_from(NEAR_MISSES),
+    )
+    def alter_near_miss(
+        self, partition: PartitionId, member: BrokerId, unknown_epochs: bool, near: str
+    ) -> None:
+        """The same request with one field off: refused."""
+        self._alter(partition, member, unknown_epochs, near)
+
+    def _alter(
+        self, partition: PartitionId, member: BrokerId, unknown_epochs: bool, near: str | None
+    ) -> None:
+        """The leader asks to add a replica (the `member`-th, cyclically) to the ISR or to
+        remove it (whichever changes it), with the epochs it knows; or a near miss."""
         registration = self.pair.reference.partitions.get(partition)
+        if registration is not None:
+            member = registration.replicas[member % len(registration.replicas)]  # mostly a replica
         if registration is None:
             self.pair.run(
                 AlterPartitionRequest(partition, member, self._epoch(member), 0, 0, ((member, -1),))
@@ -442,7 +476,7 @@ class ControllerConformanceMachine(RuleBasedStateMachine):
         elif near == "stale-requester-epoch":
             requester_epoch -= 1
         elif near == "stale-member-epoch":
-            epochs[member] = self._epoch(member) - 1
+            epochs[member] = max(self._epoch(member) - 1, 1)  # never -1, which skips the check
         elif near == "not-the-leader":
             requester = member
             requester_epoch = self._epoch(member)
