@@ -122,6 +122,7 @@ class ZkConfig:
     unclean_leader_election: bool = False  # unclean.leader.election.enable
     min_insync_replicas: int = 1  # min.insync.replicas (acks=all produce needs this many in the ISR)
     reassign_to: tuple[int, ...] = ()  # target replicas an administrator may reassign to (() = none)
+    topic_exists: bool = True  # False: the topic is created during the run (NewPartition, NewReplica)
     max_records: int = 1  # bound: records produced
     max_crashes: int = 0  # bound: broker crashes
     max_restarts: int = 1  # bound: brokers starting again after a crash or a shutdown
@@ -263,7 +264,10 @@ class ZkState:
 def initial_state(config: ZkConfig) -> ZkState:
     """A running cluster: every broker registered (broker epochs 1..n), `initial_controller`
     is controller in epoch 1, the partition is online with its preferred replica leading
-    epoch 0 and the whole assignment in the ISR, every replica has applied that, logs empty."""
+    epoch 0 and the whole assignment in the ISR, every replica has applied that, logs empty.
+    Without `topic_exists`, the same cluster before the topic is created."""
+    if not config.topic_exists:
+        return _before_topic_creation(config)
     count = config.brokers
     assignment = config.assignment
     isr = tuple(sorted(assignment))
@@ -310,6 +314,34 @@ def initial_state(config: ZkConfig) -> ZkState:
         brokers.append(replica)
     history = History(obeyed=(1,) * count)
     return ZkState(zk, tuple(brokers), ((),) * count, history)
+
+
+def _before_topic_creation(config: ZkConfig) -> ZkState:
+    count = config.brokers
+    controller = config.initial_controller
+    zk = ZooKeeper(
+        next_zxid=count + 1,
+        sessions=tuple(range(1, count + 1)),
+        controller=controller,
+        controller_epoch=1,
+        partition=None,
+        assignment=(),
+        watchers=frozenset({controller}),
+    )
+    context = ControllerContext(
+        epoch=1,
+        live=tuple((broker, broker + 1) for broker in range(count)),
+        shutting_down=frozenset(),
+        partition_state=PartitionState.NON_EXISTENT,
+        replica_states=(ReplicaState.NON_EXISTENT,) * count,
+        leadership=None,
+        assignment=(),
+    )
+    brokers = tuple(
+        Broker(session=broker + 1, controller_epoch=1, controller=context if broker == controller else None)
+        for broker in range(count)
+    )
+    return ZkState(zk, brokers, ((),) * count, History(obeyed=(1,) * count))
 
 
 # ---------------------------------------------------------------------------------------
@@ -380,6 +412,12 @@ class ControllerProcessEvent:
 @dataclass(frozen=True, slots=True)
 class AdminReassign:
     """An administrator asks to reassign the partition to `config.reassign_to`."""
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class AdminCreateTopic:
+    """An administrator creates the topic: `/brokers/topics/<t>` with `config.assignment`."""
 
 
 @fast_init
@@ -458,6 +496,7 @@ Action = (
     | BrokerShutdown
     | ControllerProcessEvent
     | AdminReassign
+    | AdminCreateTopic
     | AdminPreferredElection
     | DeliverRequest
     | DuplicateRequest
@@ -714,10 +753,43 @@ class _Work:
         return True
 
     def trigger_online_partition(self) -> bool:
-        """`triggerOnlinePartitionStateChange`: elect (offline strategy) if New or Offline."""
-        if self.ctx.partition_state in (PartitionState.NEW, PartitionState.OFFLINE):
+        """`triggerOnlinePartitionStateChange`: initialize if New, elect (offline strategy) if Offline."""
+        if self.ctx.partition_state is PartitionState.NEW:
+            return self.initialize_leader_and_isr()
+        if self.ctx.partition_state is PartitionState.OFFLINE:
             return self.elect("offline")
         return False
+
+    def initialize_leader_and_isr(self) -> bool:
+        """NewPartition -> OnlinePartition (`initializeLeaderAndIsrForPartitions`): the first
+        live replica leads, the live replicas are the ISR; create the state znode (fenced like
+        every controller write) and send LeaderAndIsr to the ISR. Fails while no replica is live."""
+        self._check_session()
+        live = tuple(replica for replica in self.ctx.assignment if replica in self.live())
+        if not live or self.zk.partition is not None:
+            return False
+        if Rule.CONTROLLER_EPOCH_ZK_FENCING in self.rules and self.zk.controller_epoch != self.ctx.epoch:
+            raise _ControllerMovedError
+        znode = PartitionZnode(live[0], 0, tuple(sorted(live)), self.ctx.epoch, 0)
+        self.zk = replace(self.zk, partition=znode)
+        self.ctx = replace(self.ctx, leadership=znode)
+        self.send_leader_and_isr(znode.isr)
+        self.move_partition(PartitionState.ONLINE)
+        return True
+
+    def on_new_partition_creation(self) -> None:
+        """`onNewPartitionCreation`: NewPartition, NewReplica for its replicas, OnlinePartition,
+        OnlineReplica."""
+        self._check_session()
+        if self.ctx.partition_state is not PartitionState.NON_EXISTENT or not self.zk.assignment:
+            return
+        self.ctx = replace(self.ctx, assignment=self.zk.assignment)
+        self.move_partition(PartitionState.NEW)
+        for replica in self.ctx.assignment:
+            self.move_replica(replica, ReplicaState.NEW)
+        self.initialize_leader_and_isr()
+        for replica in self.ctx.assignment:
+            self.replica_online(replica)
 
     # -- the replica state machine's OfflineReplica move ------------------------------------
 
@@ -910,7 +982,9 @@ class _Work:
         live = self.ctx.live_ids()
         assignment = self.ctx.assignment
         znode = self.zk.partition
-        if znode is None:
+        if not assignment:
+            partition_state = PartitionState.NON_EXISTENT
+        elif znode is None:
             partition_state = PartitionState.NEW
         elif znode.leader in live:
             partition_state = PartitionState.ONLINE
@@ -1084,6 +1158,8 @@ def controller_process_event(
             work._check_session()
             if target and target != work.ctx.reassignment:
                 work.on_partition_reassignment(target)
+        elif kind is Event.TOPIC_CHANGE:
+            work.on_new_partition_creation()
         elif kind is Event.PREFERRED_ELECTION:
             leadership = work.ctx.leadership
             if leadership is not None and leadership.leader != work.ctx.assignment[0]:
@@ -1163,6 +1239,16 @@ def admin_reassign(config: ZkConfig, state: ZkState, action: AdminReassign) -> Z
     zk = replace(state.zk, reassignment=config.reassign_to)
     brokers = list(state.brokers)
     _notify(brokers, admin_notification(zk, Event.REASSIGN))
+    return ZkState(zk, tuple(brokers), state.channels, state.history)
+
+
+def admin_create_topic(config: ZkConfig, state: ZkState, action: AdminCreateTopic) -> ZkState | None:
+    """Create `/brokers/topics/<t>` (`AdminZkClient.createTopic`): the controller's watch fires."""
+    if state.zk.assignment:
+        return None
+    zk = replace(state.zk, assignment=config.assignment)
+    brokers = list(state.brokers)
+    _notify(brokers, admin_notification(zk, Event.TOPIC_CHANGE))
     return ZkState(zk, tuple(brokers), state.channels, state.history)
 
 
@@ -1388,6 +1474,7 @@ _ACTION_FUNCTIONS: dict[type, Callable[[ZkConfig, ZkState, Any], ZkState | None]
     BrokerShutdown: broker_shutdown,
     ControllerProcessEvent: controller_process_event,
     AdminReassign: admin_reassign,
+    AdminCreateTopic: admin_create_topic,
     AdminPreferredElection: admin_preferred_election,
     DeliverRequest: deliver_request,
     DuplicateRequest: duplicate_request,
@@ -1458,7 +1545,9 @@ def candidate_actions(config: ZkConfig, state: ZkState) -> Iterator[Action]:
         for broker_id, channel in enumerate(state.channels):
             for index in range(len(channel)):
                 yield LoseRequest(broker_id, index)
-    if config.reassign_to and not zk.reassignment:
+    if not zk.assignment:
+        yield AdminCreateTopic()
+    elif config.reassign_to and not zk.reassignment:
         yield AdminReassign()
     if history.preferred_elections < config.max_preferred_elections:
         yield AdminPreferredElection()
@@ -1705,6 +1794,12 @@ def requests_duplicated_and_lost(state: ZkState) -> bool:
     return state.history.duplicated > 0 and state.history.lost > 0
 
 
+def topic_created(state: ZkState) -> bool:
+    """The topic was created and its partition has a leader."""
+    znode = state.zk.partition
+    return znode is not None and znode.leader != NO_LEADER
+
+
 def partition_offline(state: ZkState) -> bool:
     """ZooKeeper's partition has no leader."""
     znode = state.zk.partition
@@ -1721,6 +1816,7 @@ WITNESSES: dict[str, Invariant] = {
     "reassignment_completed": reassignment_completed,
     "partition_offline": partition_offline,
     "isr_write_refused": isr_write_refused,
+    "topic_created": topic_created,
     "requests_duplicated_and_lost": requests_duplicated_and_lost,
 }
 """States a scenario can require to be reachable."""

@@ -345,6 +345,18 @@ SCENARIOS: tuple[Scenario[ZkConfig], ...] = (
         max_depth=30,
     ),
     Scenario(
+        name="zk-topic-creation",
+        summary="the topic is created while a broker (or the controller) may die: NewPartition "
+        "and NewReplica, the first live replica leads, every invariant holds",
+        machine=MACHINE,
+        config=replace(_ELECTION, topic_exists=False, max_isr_changes=0, max_restarts=0),
+        invariants=EVERY_INVARIANT,
+        expect_violation=False,
+        witnesses=("topic_created", "record_committed", "controller_failed_over"),
+        reference="KafkaController.onNewPartitionCreation",
+        max_depth=30,
+    ),
+    Scenario(
         name="zk-reassignment",
         summary="reassign the partition from [0,1] to [1,2]: the new replica starts, joins the ISR, "
         "leadership moves off the removed replica, which is stopped and deleted",

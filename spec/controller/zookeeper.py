@@ -72,6 +72,7 @@ class Event(enum.IntEnum):
     REASSIGN = 4  # /admin/reassign_partitions created: `ZkPartitionReassignment`
     PREFERRED_ELECTION = 5  # /admin/preferred_replica_election created: `ReplicaLeaderElection`
     CONTROLLED_SHUTDOWN = 6  # a ControlledShutdownRequest arrived: `ControlledShutdown`
+    TOPIC_CHANGE = 7  # /brokers/topics children changed (a topic was created): `TopicChange`
 
 
 @fast_init
@@ -196,6 +197,6 @@ def isr_change_notification(zk: ZooKeeper) -> Notifications:
 
 
 def admin_notification(zk: ZooKeeper, event: Event) -> Notifications:
-    """An administrator creates `/admin/reassign_partitions` or
+    """An administrator creates a topic, `/admin/reassign_partitions` or
     `/admin/preferred_replica_election`: the controller's watch fires."""
     return _to_each(zk.watchers, PendingEvent(event))

@@ -446,3 +446,23 @@ def test_zombie_aborts_when_the_znode_has_a_newer_controller_epoch() -> None:
         state, ControllerProcessEvent(2, PendingEvent(Event.CONTROLLED_SHUTDOWN, 0, 1)), config=unfenced
     )
     assert after.zk.partition == newer.partition
+
+
+def test_topic_creation_new_partition_then_online() -> None:
+    config = replace(CONFIG, topic_exists=False)
+    state = start(config)
+    assert state.zk.partition is None and zk.step(config, state, ProducerSend(0)) is None
+    state = run(
+        state, BrokerCrash(0), SessionExpire(0), ControllerProcessEvent(2, BROKER_CHANGE), config=config
+    )
+    state = run(state, zk.AdminCreateTopic(), config=config)
+    assert zk.step(config, state, zk.AdminCreateTopic()) is None
+    state = run(state, ControllerProcessEvent(2, PendingEvent(Event.TOPIC_CHANGE)), config=config)
+    # broker 0 is dead: the first live replica leads, the ISR is the live replicas
+    assert state.zk.partition == PartitionZnode(1, 0, (1,), 1, 0)
+    context = state.brokers[2].controller
+    assert context is not None and context.partition_state is PartitionState.ONLINE
+    assert context.replica_states[:2] == (ReplicaState.ONLINE, ReplicaState.ONLINE)
+    assert zk.state_machine_moves_are_valid(state)
+    state = deliver_all(state, config)
+    assert zk.true_leader(state) == 1 and zk.topic_created(state)
