@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from spec import partition_scenarios
+from spec import composed_scenarios, partition_scenarios
 from spec.controller import kraft_scenarios, zk_scenarios
 from spec.group import classic_scenarios, consumer_scenarios
 from spec.machines import (
@@ -29,6 +29,7 @@ SCENARIOS: tuple[Scenario[Any], ...] = (
     *consumer_scenarios.SCENARIOS,
     *kraft_scenarios.SCENARIOS,
     *zk_scenarios.SCENARIOS,
+    *composed_scenarios.SCENARIOS,
 )
 """Every scenario, machine by machine, in the order `check --all` runs them."""
 

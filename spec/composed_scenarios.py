@@ -1,0 +1,220 @@
+"""The replication scenarios again, with leadership and the ISR coming from the real controller.
+
+Each scenario of `spec.partition_scenarios` is re-run on `spec.replication_with_controller`,
+the replicated partition composed with the KRaft controller (`controller=kraft`): same Kafka
+settings, same properties, same expected outcome. What changes is how leadership and the ISR
+travel: a broker becomes leader or follower only by replaying the metadata log, the ISR
+changes only through AlterPartition, and the controller learns of a crash only when the
+broker's session expires. Counterexamples are therefore longer (a failover is a crash, a
+fence and a replay instead of a crash and a LeaderAndIsr), and the state spaces larger; the
+bounds each scenario tightens to stay fast are named in its summary.
+
+Names: `<partition scenario>-on-kraft` (kebab-case: scenario names are also documentation page names).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import partial
+from typing import Any
+
+from spec import partition, partition_scenarios
+from spec import replication_with_controller as composed
+from spec.checker import Model
+from spec.controller.kraft_alter_partition import AlterPartitionRule
+from spec.controller.kraft_partitions import NO_LEADER
+from spec.machines import Machine, Scenario, Setting, parse_choice, parse_count
+from spec.partition_view import describe_state as describe_partition_state
+from spec.partition_view import explain as explain_partition
+from spec.partition_view import state_json as partition_state_json
+from spec.replication_with_controller import Action, ComposedConfig, ComposedState, ControllerGeneration
+from spec.types import Acks, TruncationRule
+
+SETTINGS: Mapping[str, Setting] = {
+    **partition_scenarios.SETTINGS,
+    "controller": Setting("controller", parse_choice(ControllerGeneration), "kraft (zk is not composed yet)"),
+    "alter.partition": Setting(
+        "alter_partition",
+        parse_choice(AlterPartitionRule),
+        "AlterPartition member broker epochs: kip-903 (checked) or pre-kip-903",
+    ),
+    "max.alter.partitions": Setting(
+        "max_alter_partitions", parse_count(0, 6), "bound on AlterPartition requests sent"
+    ),
+}
+"""The partition's `--set` keys, the controller generation, and the AlterPartition keys."""
+
+
+def model_for(
+    config: ComposedConfig, invariants: tuple[str, ...], witnesses: tuple[str, ...] = ()
+) -> Model[ComposedState, Action]:
+    """The checker's view of the composition under `config`."""
+    return Model(
+        initial_states=(composed.initial_state(config),),
+        candidate_actions=partial(composed.candidate_actions, config),
+        step=partial(composed.step, config),
+        invariants={name: composed.INVARIANTS[name] for name in invariants},
+        step_properties=composed.STEP_PROPERTIES,
+        witnesses={name: composed.WITNESSES[name] for name in witnesses},
+        canonical=composed.canonical,
+    )
+
+
+def validate(config: ComposedConfig) -> str | None:
+    """Why a configuration is inconsistent (or asks for what is not composed), or None."""
+    if config.controller is not ControllerGeneration.KRAFT:
+        return "controller=zk: the ZooKeeper-era controller is not composed with replication yet (use kraft)"
+    return partition_scenarios.validate(composed.partition_config(config))
+
+
+def _format_set(members: frozenset[int]) -> str:
+    return "{" + ",".join(str(member) for member in sorted(members)) + "}"
+
+
+def describe_state(state: ComposedState) -> Sequence[str]:
+    """The controller's registration, each broker's registration and metadata position, in
+    flight AlterPartitions, then the partition spec's replica and client lines."""
+    controller = state.controller
+    registration = controller.partition
+    leader = registration.leader if registration.leader != NO_LEADER else "none (offline)"
+    lines = [
+        f"controller: leader {leader}  leader epoch {registration.leader_epoch}  partition epoch "
+        f"{registration.partition_epoch}  ISR {_format_set(registration.isr)}  metadata log end "
+        f"{controller.log_end}"
+    ]
+    for broker_id, metadata in enumerate(state.brokers):
+        broker_registration = controller.registrations[broker_id]
+        if broker_registration is None:
+            registered = "unregistered"
+        else:
+            fenced = "fenced" if broker_registration.fenced else "unfenced"
+            registered = f"registered epoch {broker_registration.epoch} {fenced}"
+        parts = [f"broker {broker_id}: {registered}", f"replayed to {metadata.metadata_offset}"]
+        if metadata.pending is not None:
+            parts.append(f"awaits AlterPartition ISR {_format_set(metadata.pending.isr)}")
+        request = state.alter_requests[broker_id]
+        if request is not None:
+            parts.append(f"(AlterPartition ISR {_format_set(request.isr)} in flight)")
+        answer = state.alter_answers[broker_id]
+        if answer is not None:
+            parts.append(f"(answer {answer[1].name} in flight)")
+        lines.append("  ".join(parts))
+    lines += list(describe_partition_state(composed.as_partition_state(state)))[1:]
+    return lines
+
+
+def state_json(state: ComposedState) -> Any:
+    """The partition spec's JSON view, with the controller's registration and the brokers'
+    metadata positions."""
+    value = partition_state_json(composed.as_partition_state(state))
+    registration = state.controller.partition
+    value["controller"] = {
+        "leader": registration.leader if registration.leader != NO_LEADER else None,
+        "leader_epoch": registration.leader_epoch,
+        "partition_epoch": registration.partition_epoch,
+        "isr": sorted(registration.isr),
+        "metadata_log_end": state.controller.log_end,
+    }
+    value["brokers"] = [
+        {
+            "broker_epoch": metadata.broker_epoch,
+            "metadata_offset": metadata.metadata_offset,
+            "pending_alter_partition": sorted(metadata.pending.isr) if metadata.pending else None,
+        }
+        for metadata in state.brokers
+    ]
+    return value
+
+
+def explain(property_name: str, state: ComposedState) -> str:
+    """Why `property_name` fails in `state`, in one sentence."""
+    if property_name in composed.INVARIANTS and property_name not in partition.INVARIANTS:
+        description = (composed.INVARIANTS[property_name].__doc__ or property_name).split(".")[0]
+        return f"this state breaks: {' '.join(description.split())}"
+    return explain_partition(property_name, composed.as_partition_state(state))
+
+
+REPLICATION_WITH_CONTROLLER: Machine[ComposedConfig, ComposedState, Action] = Machine(
+    name="replication-with-controller",
+    title="one replicated partition whose leadership and ISR come from the KRaft controller",
+    settings=SETTINGS,
+    model=model_for,
+    describe_state=describe_state,
+    validate=validate,
+    state_json=state_json,
+    explain=explain,
+    modules=(
+        "spec.replication_with_controller",
+        "spec.partition",
+        "spec.controller.kraft_partitions",
+        "spec.controller.kraft_alter_partition",
+        "spec.controller.kraft_brokers",
+    ),
+)
+
+
+def _kraft_config(config: Any, **bounds: Any) -> ComposedConfig:
+    """The composed configuration with a partition scenario's settings (and tighter bounds)."""
+    fields = {
+        name: getattr(config, name)
+        for name in (
+            "replication_factor",
+            "min_insync_replicas",
+            "producer_acks",
+            "unclean_leader_election",
+            "truncation",
+            "replica_lag_ticks",
+            "max_records",
+            "max_leader_moves",
+            "max_crashes",
+            "max_lossy_crashes",
+            "controller_elections",
+            "retention",
+        )
+    }
+    fields.update(bounds)
+    return ComposedConfig(controller=ControllerGeneration.KRAFT, **fields)
+
+
+_ORIGINALS = {scenario.name: scenario for scenario in partition_scenarios.SCENARIOS}
+
+_ONE_FAILOVER_PATH = (
+    "bounds: 1 crash, no controller-initiated elections, 16 steps (KIP-101 scenario 2's path)"
+)
+_SMALLER = "bounds: 1 record, 1 controller-initiated election, 14 steps"
+
+_TIGHTER: Mapping[str, tuple[dict[str, Any], int, str]] = {
+    # name: (bounds, max depth, what the bounds are); {} and 15 = the partition scenario's own
+    "hw-truncation-loss": ({}, 15, ""),
+    "hw-truncation-divergence": ({"max_crashes": 1, "controller_elections": False}, 16, _ONE_FAILOVER_PATH),
+    "epoch-truncation": ({"max_crashes": 1, "controller_elections": False}, 16, _ONE_FAILOVER_PATH),
+    "unclean-election-loss": ({}, 15, ""),
+    "clean-election": ({"max_records": 1, "max_leader_moves": 1}, 14, _SMALLER),
+    "acks1-loss": ({}, 15, ""),
+    "acks-all-single-isr": ({}, 15, ""),
+    "acks-all-min-isr-2": ({"max_records": 1, "max_leader_moves": 1}, 14, _SMALLER),
+}
+"""Per partition scenario: the bounds the composition tightens to stay fast, and why."""
+
+
+def _composed(name: str) -> Scenario[ComposedConfig]:
+    original = _ORIGINALS[name]
+    bounds, depth, note = _TIGHTER[name]
+    summary = f"{original.summary} (KRaft controller{'; ' + note if note else ''})"
+    return Scenario(
+        machine=REPLICATION_WITH_CONTROLLER,
+        name=f"{name}-on-kraft",
+        summary=summary,
+        config=_kraft_config(original.config, **bounds),
+        invariants=original.invariants,
+        expect_violation=original.expect_violation,
+        witnesses=original.witnesses,
+        reference=f"{original.reference}; KIP-631, KIP-497",
+        max_depth=depth,
+    )
+
+
+SCENARIOS: tuple[Scenario[ComposedConfig], ...] = tuple(_composed(name) for name in _TIGHTER)
+"""Every replication scenario, on the partition composed with the KRaft controller."""
+
+__all__ = ["REPLICATION_WITH_CONTROLLER", "SCENARIOS", "Acks", "TruncationRule"]
