@@ -4,14 +4,18 @@ Each mutant is one text substitution in one file of a scratch copy of the reposi
 `impl/` package, placed first on PYTHONPATH of a subprocess that runs
 `conformance.run.run_conformance("impl", ...)` with a fixed seed, on the suite that covers
 the mutated file: the replica-log suite for the storage mutants, the partition (replication)
-suite for the `impl/replication.py` mutants. A mutant is *detected* when the run reports a
+suite for the `impl/replication.py` mutants, the coordinator suites for the
+`impl/coordinator.py` mutants (the classic group coordinator), the controller suites for the
+`impl/controller.py` mutants (the KRaft controller). A mutant is *detected* when the run reports a
 divergence (or the mutated code fails outright: an exception, a crash or a timeout). Every
 pattern must occur exactly once in its file: a pattern that is not found stops the script,
-so no mutant is ever a silent no-op. The unmutated copy is run first, on every suite a
+so no mutant is ever a silent no-op.
+The `impl/consumer_group.py` mutants (the KIP-848 consumer-group coordinator) meet its
+exhaustive suite, then its random machine. The unmutated copy is run first, on every suite a
 chosen mutant needs, and must conform.
 
 Usage: ``python -m bench.mutation [--examples 300] [--seed 0] [--jobs 2] [--only NAME ...]
-[--suite log|partition]``
+[--suite log|partition|coordinator|controller|consumer-group]``
 """
 
 from __future__ import annotations
@@ -47,7 +51,13 @@ class Mutant:
 S = "storage.py"
 E = "epoch_cache.py"
 R = "replication.py"
+C = "coordinator.py"
 PARTITION = "partition"
+CG = "consumer_group.py"
+CONSUMER_GROUP = "consumer-group"
+COORDINATOR = "coordinator"
+K = "controller.py"
+CONTROLLER = "controller"
 
 MUTANTS: tuple[Mutant, ...] = (
     Mutant(
@@ -361,14 +371,455 @@ MUTANTS: tuple[Mutant, ...] = (
         "a follower ahead of its leader wipes its log instead of truncating to the leader's LEO",
         PARTITION,
     ),
+    # --- the classic group coordinator (impl/coordinator.py) --------------------------------
+    Mutant(
+        "heartbeat-none-while-rebalancing",
+        C,
+        "    PREPARING_REBALANCE: HeartbeatResponse(Errors.REBALANCE_IN_PROGRESS),",
+        "    PREPARING_REBALANCE: HeartbeatResponse(Errors.NONE),",
+        "a heartbeat during PreparingRebalance is answered NONE: members never learn to rejoin",
+        COORDINATOR,
+    ),
+    Mutant(
+        "stale-generation-commit-accepted",
+        C,
+        "            if generation != group.generation:\n                return Errors.ILLEGAL_GENERATION",
+        "            if False:\n                return Errors.ILLEGAL_GENERATION",
+        "an OffsetCommit from a member of an earlier generation is stored (a zombie's commit lands)",
+        COORDINATOR,
+    ),
+    Mutant(
+        "offsets-expire-in-non-empty-group",
+        C,
+        "        elif group.previous_state is EMPTY:\n            self.timers.cancel(group.offsets_timer)",
+        "        elif False:\n            self.timers.cancel(group.offsets_timer)",
+        "the offset-retention timer stays armed when members join: a group with members loses its offsets",
+        COORDINATOR,
+    ),
+    Mutant(
+        "leader-is-last-joiner",
+        C,
+        "        if group.leader is None:\n            group.leader = member.member_id",
+        "        if True:\n            group.leader = member.member_id",
+        "every new member becomes the leader instead of the first to join",
+        COORDINATOR,
+    ),
+    Mutant(
+        "static-restart-rebalances",
+        C,
+        "        return group.protocol_name != self._select_protocol(group)",
+        "        return True",
+        "a static member restarting in a Stable group triggers a rebalance (KIP-345 says it must not)",
+        COORDINATOR,
+    ),
+    Mutant(
+        "sync-generation-unchecked",
+        C,
+        "        if request.generation_id != group.generation:\n            return Errors.ILLEGAL_GENERATION",
+        "        if False:\n            return Errors.ILLEGAL_GENERATION",
+        "a SyncGroup of another generation is accepted",
+        COORDINATOR,
+    ),
+    Mutant(
+        "heartbeat-generation-unchecked",
+        C,
+        "        if request.generation_id != group.generation:\n"
+        "            return _HEARTBEAT_ILLEGAL_GENERATION",
+        "        if False:\n            return _HEARTBEAT_ILLEGAL_GENERATION",
+        "a heartbeat of another generation is accepted",
+        COORDINATOR,
+    ),
+    Mutant(
+        "parked-sync-member-expires",
+        C,
+        "        if member.awaiting_join or member.awaiting_sync:",
+        "        if member.awaiting_join:",
+        "the session timer removes a member whose SyncGroup is parked (it counts as a heartbeat)",
+        COORDINATOR,
+    ),
+    Mutant(
+        "join-completes-with-pending-members",
+        C,
+        "        return self.awaiting_join == len(self.members) and not self.pending_members",
+        "        return self.awaiting_join == len(self.members)",
+        "the join phase completes without the ids handed out with MEMBER_ID_REQUIRED (KIP-394)",
+        COORDINATOR,
+    ),
+    Mutant(
+        "new-leader-is-last-member",
+        C,
+        "            group.leader = next(iter(group.members), None)",
+        "            group.leader = next(reversed(group.members), None)",
+        "a removed leader is replaced by the last member instead of the first remaining",
+        COORDINATOR,
+    ),
+    Mutant(
+        "group-max-size-off-by-one",
+        C,
+        "return (member is not None and member.awaiting_join) or group.awaiting_join < limit",
+        "return (member is not None and member.awaiting_join) or group.awaiting_join <= limit",
+        "a rebalancing group admits one member more than group.max.size (KIP-389)",
+        COORDINATOR,
+    ),
+    Mutant(
+        "static-members-dropped-at-join",
+        C,
+        "            if member.group_instance_id is None:\n"
+        "                self._remove_member(group, member.member_id)",
+        "            if True:\n                self._remove_member(group, member.member_id)",
+        "a static member that did not rejoin in time is removed (only dynamic ones are)",
+        COORDINATOR,
+    ),
+    Mutant(
+        "initial-rebalance-no-delay",
+        C,
+        "        if group.state is not PREPARING_REBALANCE or group.previous_state is EMPTY:",
+        "        if group.state is not PREPARING_REBALANCE:",
+        "the first rebalance of an Empty group completes without group.initial.rebalance.delay.ms",
+        COORDINATOR,
+    ),
+    Mutant(
+        "left-out-member-keeps-assignment",
+        C,
+        "            assignment = given.get(other.member_id, EMPTY_ASSIGNMENT)",
+        "            assignment = given.get(other.member_id, other.assignment)",
+        "a member the leader's assignment leaves out keeps its old partitions",
+        COORDINATOR,
+    ),
+    Mutant(
+        "parked-sync-not-answered-on-rebalance",
+        C,
+        "                if member.awaiting_sync:\n                    self._outbox.append",
+        "                if False:\n                    self._outbox.append",
+        "a new rebalance leaves parked SyncGroups unanswered (REBALANCE_IN_PROGRESS never sent)",
+        COORDINATOR,
+    ),
+    Mutant(
+        "pending-sync-timer-not-armed",
+        C,
+        "        self.timers.schedule(group.sync_timer, self.now_ms + self.config.rebalance_timeout_ms)",
+        "        pass",
+        "members that never send SyncGroup are never removed: the group waits forever (KAFKA-12890)",
+        COORDINATOR,
+    ),
+    Mutant(
+        "fenced-instance-as-unknown",
+        C,
+        "            if existing != member_id:\n                return Errors.FENCED_INSTANCE_ID",
+        "            if existing != member_id:\n                return Errors.UNKNOWN_MEMBER_ID",
+        "an old instance of a static member is told UNKNOWN_MEMBER_ID instead of FENCED_INSTANCE_ID",
+        COORDINATOR,
+    ),
+    Mutant(
+        "heartbeat-stale-broker-epoch",
+        K,
+        "            if broker is None or broker.epoch != request.broker_epoch:",
+        "            if broker is None:",
+        "a heartbeat from an older broker epoch (a previous process) is accepted",
+        CONTROLLER,
+    ),
+    Mutant(
+        "alter-partition-stale-requester-epoch",
+        K,
+        "        if requester is None or requester.epoch != request.broker_epoch:",
+        "        if requester is None:",
+        "AlterPartition from the leader's previous process (older broker epoch) is accepted",
+        CONTROLLER,
+    ),
+    Mutant(
+        "alter-partition-stale-partition-epoch",
+        K,
+        "        if request.partition_epoch < partition.partition_epoch:",
+        "        if False:",
+        "AlterPartition built on an older partition epoch is accepted (INVALID_UPDATE_VERSION lost)",
+        CONTROLLER,
+    ),
+    Mutant(
+        "alter-partition-older-leader-epoch",
+        K,
+        "        if request.leader_epoch < partition.leader_epoch:",
+        "        if False:",
+        "AlterPartition from an older leader epoch is not fenced",
+        CONTROLLER,
+    ),
+    Mutant(
+        "alter-partition-member-epoch-unchecked",
+        K,
+        "            if member_epoch not in (UNKNOWN_BROKER_EPOCH, broker.epoch):",
+        "            if False:",
+        "a new ISR member's broker epoch is not checked (KIP-903, KAFKA-14139)",
+        CONTROLLER,
+    ),
+    Mutant(
+        "alter-partition-fenced-member",
+        K,
+        "            if broker is None or broker.fenced or broker.in_controlled_shutdown:",
+        "            if broker is None or broker.in_controlled_shutdown:",
+        "a fenced broker may join the ISR (KIP-841)",
+        CONTROLLER,
+    ),
+    Mutant(
+        "alter-partition-shrink-lost",
+        K,
+        "            new_isr = frozenset(member for member, _ in request.new_isr)",
+        "            new_isr = partition.isr | frozenset(member for member, _ in request.new_isr)",
+        "an ISR shrink does not reach the controller's registration (expansions still do)",
+        CONTROLLER,
+    ),
+    Mutant(
+        "unclean-election-when-off",
+        K,
+        "        if unclean_election:",
+        "        if True:",
+        "a leader is elected from outside the ISR with unclean.leader.election.enable off",
+        CONTROLLER,
+    ),
+    Mutant(
+        "fenced-broker-elected",
+        K,
+        "            if not broker.fenced and not broker.in_controlled_shutdown\n        }",
+        "            if not broker.in_controlled_shutdown\n        }",
+        "a fenced broker is acceptable as leader",
+        CONTROLLER,
+    ),
+    Mutant(
+        "fenced-broker-stays-in-isr",
+        K,
+        "        dropped = frozenset((remove, unclean))",
+        "        dropped = frozenset((unclean,))",
+        "fencing or a controlled shutdown leaves the broker in the ISR",
+        CONTROLLER,
+    ),
+    Mutant(
+        "last-known-leader-unchecked",
+        K,
+        "and len(known) == 1 and known[0] in acceptable:",
+        "and len(known) == 1:",
+        "the last known leader is elected even when fenced (KAFKA-19522)",
+        CONTROLLER,
+    ),
+    Mutant(
+        "elr-not-populated",
+        K,
+        "                target_elr = (partition.elr | partition.isr) - isr - unclean_shutdown",
+        "                target_elr = partition.elr - isr - unclean_shutdown",
+        "replicas leaving an ISR below min ISR are not kept in the ELR (KIP-966)",
+        CONTROLLER,
+    ),
+    Mutant(
+        "unclean-restart-kept",
+        K,
+        "            if existing is not None and request.previous_broker_epoch != existing.epoch:",
+        "            if False:",
+        "a broker that did not shut down cleanly stays in its ISRs and ELRs on re-registration",
+        CONTROLLER,
+    ),
+    Mutant(
+        "duplicate-registration-accepted",
+        K,
+        "            if existing is not None and existing.incarnation != request.incarnation"
+        " and existing.active:",
+        "            if False:",
+        "a new process registers while the old registration is still active",
+        CONTROLLER,
+    ),
+    Mutant(
+        "unfenced-before-caught-up",
+        K,
+        "                elif request.current_metadata_offset >= broker.epoch:",
+        "                elif True:",
+        "a broker is unfenced before it replayed its own registration record",
+        CONTROLLER,
+    ),
+    Mutant(
+        "shutdown-before-brokers-caught-up",
+        K,
+        "            elif not leads and broker.controlled_shutdown_offset"
+        " <= self._lowest_active_offset(broker_id):",
+        "            elif not leads:",
+        "a broker in controlled shutdown stops before the active brokers replayed its shutdown record",
+        CONTROLLER,
+    ),
+    Mutant(
+        "leader-epoch-not-bumped",
+        K,
+        "            partition.leader_epoch += 1",
+        "            pass",
+        "a new leader keeps the old leader epoch",
+        CONTROLLER,
+    ),
+    Mutant(
+        "reassignment-completes-early",
+        K,
+        "            if final_isr and final_replicas and final_isr >= frozenset(final_replicas):",
+        "            if final_isr and final_replicas:",
+        "a reassignment completes before the target replicas are in the ISR",
+        CONTROLLER,
+    ),
+    Mutant(
+        "new-leader-elected-not-answered",
+        K,
+        "            if record.leader not in (NO_LEADER_CHANGE, request.broker_id):",
+        "            if False:",
+        "an AlterPartition that moved the leader is answered NONE, not NEW_LEADER_ELECTED",
+        CONTROLLER,
+    ),
+    Mutant(
+        "unfence-does-not-elect",
+        K,
+        "                    self._leader_and_isr_updates(records, self._leaderless, add=broker_id)",
+        "                    pass",
+        "an unfenced broker does not become leader of leaderless partitions",
+        CONTROLLER,
+    ),
+    Mutant(
+        "leads-index-stale",
+        K,
+        "            self._unindex(self._leads, partition.leader, partition_id)",
+        "            pass",
+        "the index of partitions a broker leads keeps partitions it no longer leads",
+        CONTROLLER,
+    ),
+    Mutant(
+        "elr-index-stale",
+        K,
+        "            self._reindex(self._in_elr, partition.elr, record.elr, partition_id)",
+        "            pass",
+        "the index of ELR memberships is not maintained",
+        CONTROLLER,
+    ),
+    Mutant(
+        "isr-emptied-without-elr",
+        K,
+        "        if record_isr is None and (isr or elr_enabled) and isr != partition.isr:",
+        "        if record_isr is None and isr != partition.isr:",
+        "without ELR the last ISR member is removed (the ISR becomes empty)",
+        CONTROLLER,
+    ),
+    # --- the KIP-848 consumer-group coordinator (impl/consumer_group.py) ---------------------
+    Mutant(
+        "member-epoch-off-by-one",
+        CG,
+        "            elif epoch != member.epoch and not (",
+        "            elif epoch not in (member.epoch, member.epoch + 1) and not (",
+        "a heartbeat one epoch ahead of the member's is accepted as its own (the epoch check off by one)",
+        CONSUMER_GROUP,
+    ),
+    Mutant(
+        "released-before-revocation",
+        CG,
+        "        if revoking and (owned is None or not owned.isdisjoint(revoking)):",
+        "        if False:",
+        "a member moves to the new epoch and its revoked partitions are freed before its client "
+        "reports them revoked",
+        CONSUMER_GROUP,
+    ),
+    Mutant(
+        "assigned-before-previous-owner-revoked",
+        CG,
+        "owners[p][1] != NO_EPOCH",
+        "owners[p][0] == member.member_id",
+        "a partition still held by another member is assigned at once (Kafka's partition epoch "
+        "check gone: IllegalStateException)",
+        CONSUMER_GROUP,
+    ),
+    Mutant(
+        "previous-epoch-with-superset",
+        CG,
+        "                if owned is None or not owned <= member.assigned:",
+        "                if owned is None:",
+        "the previous epoch is accepted even when the owned partitions are not a subset of the assignment",
+        CONSUMER_GROUP,
+    ),
+    Mutant(
+        "static-leave-as-leave",
+        CG,
+        "            if epoch == LEAVE:\n                self._fence(group, member)",
+        "            if True:\n                self._fence(group, member)",
+        "a static member's -2 (leave for now, keep the assignment) is handled as -1 (leave for good)",
+        CONSUMER_GROUP,
+    ),
+    Mutant(
+        "fenced-member-rejoins-with-old-epoch",
+        CG,
+        "            if epoch != JOIN:\n",
+        "            if epoch < JOIN:\n",
+        "a member the group removed (fenced) is let back in with its old epoch instead of UNKNOWN_MEMBER_ID",
+        CONSUMER_GROUP,
+    ),
+    Mutant(
+        "stale-epoch-commit-accepted",
+        CG,
+        "                error = Errors.NONE if commit_epoch == member.epoch else Errors.STALE_MEMBER_EPOCH",
+        "                error = Errors.NONE if commit_epoch <= member.epoch else Errors.STALE_MEMBER_EPOCH",
+        "exact rule: an OffsetCommit with an epoch older than the member's lands (a zombie's commit)",
+        CONSUMER_GROUP,
+    ),
+    Mutant(
+        "range-commit-below-assignment-epoch",
+        CG,
+        "                in_range = assigned_at is not None and assigned_at <= commit_epoch <= member.epoch",
+        "                in_range = assigned_at is not None and commit_epoch <= member.epoch",
+        "KIP-1251 rule: a commit older than the partition's assignment epoch lands",
+        CONSUMER_GROUP,
+    ),
+    Mutant(
+        "rebalance-timer-ignores-epoch",
+        CG,
+        "            and member.rebalance_deadline == member.epoch\n",
+        "\n",
+        "the rebalance timer fences a member that has since moved on to a newer epoch",
+        CONSUMER_GROUP,
+    ),
+    Mutant(
+        "epoch-kept-after-revocation",
+        CG,
+        "member.epoch + 1 if self.config.bump_after_revocation else member.epoch",
+        "member.epoch",
+        "the epoch is kept after a revocation even where the rule says bump (KAFKA-19974 applied to 4.1)",
+        CONSUMER_GROUP,
+    ),
+    Mutant(
+        "uniform-not-sticky",
+        CG,
+        "        kept[member_id] = frozenset(mine[:quota])",
+        "        kept[member_id] = frozenset()",
+        "the uniform assignor ignores the current target: partitions move needlessly",
+        CONSUMER_GROUP,
+    ),
+    Mutant(
+        "static-rejoin-always-in-place",
+        CG,
+        "(member.epoch == STATIC_LEAVE or not self.config.static_rejoin_in_place)",
+        "member.epoch == STATIC_LEAVE",
+        "an active static member's epoch-0 join is handled in place where Kafka 4.x answers "
+        "UNRELEASED_INSTANCE_ID",
+        CONSUMER_GROUP,
+    ),
+    Mutant(
+        "empty-group-offsets-kept",
+        CG,
+        "        if not group.members and group.offsets:",
+        "        if False:",
+        "the offset-retention timer is never armed when a group loses its last member",
+        CONSUMER_GROUP,
+    ),
 )
 
-SUITES = ("log", PARTITION)
+SUITES = ("log", PARTITION, COORDINATOR, CONTROLLER, CONSUMER_GROUP)
 
-CONFORMANCE_SUITES = {"log": "log", PARTITION: "exhaustive,partition"}
+CONFORMANCE_SUITES = {
+    CONSUMER_GROUP: "consumer-group-exhaustive,consumer-group-machine",
+    "log": "log",
+    PARTITION: "exhaustive,partition",
+    COORDINATOR: "coordinator-exhaustive,coordinator-machine",
+    CONTROLLER: "controller-exhaustive,controller-machine",
+}
 """The conformance suites run for each kind of mutant, in order, until one detects it: the
 replication mutants first meet the exhaustive suite (deterministic, every spec state within
-its depth), then the random partition machine (deeper, sampled)."""
+its depth), then the random partition machine (deeper, sampled); the coordinator mutants
+likewise the coordinator's exhaustive suite, then its random machine, and the KRaft controller
+mutants the controller's."""
 
 CHILD = """
 import json, sys

@@ -967,11 +967,13 @@ class GroupCoordinator:
         self._prepare_rebalance(group)
 
     def _expire_offsets(self, group: _Group) -> None:
-        """`cleanupGroupMetadata`: an Empty group's offsets expire and the group is Dead."""
-        if group.state is not EMPTY or not group.offsets:
-            return
-        group.offsets.clear()
-        self._transition(group, DEAD)
+        """`cleanupGroupMetadata`: an Empty group's offsets expire and the group is Dead. The
+        timer itself encodes the condition: it is armed exactly while the group is Empty and
+        has offsets (armed on a commit to an Empty group and on becoming Empty with offsets,
+        cancelled on leaving Empty), so nothing here looks at the group's state."""
+        if group.offsets:
+            group.offsets.clear()
+            self._transition(group, DEAD)
 
     # -- OffsetCommit and OffsetFetch ---------------------------------------------------
 

@@ -365,6 +365,10 @@ INDEX = st.integers(0, 59)
 """A choice is an index taken modulo the number of choices (60 is a multiple of every count
 up to 6; an index shrinks towards the first choice)."""
 
+KIND_INDEX = st.integers(0, 119)
+"""The kind of a command: odd is the next step of a well-behaved member, even a kind of the
+test case's swarm (half of it, uniform over up to 60 kinds; shrinks towards a swarm kind)."""
+
 SEED = st.integers(0, 1023)
 """Each command's details (which member, which generation, which metadata) come from one
 seeded generator: three Hypothesis choices per command instead of a dozen, and small ones, so
@@ -447,15 +451,32 @@ def _member(draw: Pick, group: ClassicGroup) -> coordinator_spec.Member | None:
     return _choose(draw, group.members) if group.members else None
 
 
+def _next_to_act(draw: Pick, group: ClassicGroup) -> coordinator_spec.Member | None:
+    """Two times in three the member whose request moves the group on (one that has not
+    rejoined while it rebalances, the leader or one still to sync after a join phase), else
+    any member: random requests then complete rebalances often enough to reach the states
+    after them (assignments replaced, leaders re-elected)."""
+    if draw(INDEX) % 3 == 2:
+        return _member(draw, group)
+    state = group.state
+    if state is coordinator_spec.PREPARING_REBALANCE:
+        waiting = tuple(member for member in group.members if not member.awaiting_join)
+    elif state is coordinator_spec.COMPLETING_REBALANCE and group.leader is not None and draw(INDEX) % 2:
+        waiting = tuple(member for member in group.members if member.member_id == group.leader)
+    else:
+        waiting = tuple(member for member in group.members if member.member_id in group.pending_sync)
+    return _choose(draw, waiting) if waiting else _member(draw, group)
+
+
 def draw_join(draw: Pick, group_id: GroupId, group: ClassicGroup, seen: Sequence[MemberId]) -> JoinGroup:
     situation = _choose(draw, ("new", "new", "member", "member", "pending", "static", "stale"))
     client = draw(INDEX) % CLIENTS
-    member = _member(draw, group)
     protocol_type = CONSUMER_PROTOCOL_TYPE
     if draw(INDEX) % 12 == 11:
         protocol_type = _choose(draw, ("connect", ""))
     protocols = _protocols(draw, group.generation)
     require_known = draw(INDEX) % 5 != 4
+    member = _next_to_act(draw, group)
     if situation == "member" and member is not None:
         instance = (
             member.group_instance_id
@@ -504,7 +525,7 @@ def _assignments(draw: Pick, group: ClassicGroup) -> tuple[SyncGroupRequestAssig
 
 
 def draw_sync(draw: Pick, group_id: GroupId, group: ClassicGroup, seen: Sequence[MemberId]) -> SyncGroup:
-    member = _member(draw, group)
+    member = _next_to_act(draw, group)
     client = draw(INDEX) % CLIENTS
     if member is None or _near_miss(draw):
         member_id = _choose(draw, (*seen, GARBAGE_MEMBER_ID))
@@ -597,6 +618,77 @@ def draw_session(
     return ExpireSession(group_id, _choose(draw, candidates))
 
 
+def draw_progress(draw: Pick, group_id: GroupId, group: ClassicGroup, value: int) -> Command:
+    """The request a well-behaved member would send next, so the group moves through whole
+    rebalances: an empty group gets a new member (or the pending one joins), a rebalancing
+    group the JoinGroup of a member that has not rejoined (or, when all have, the rebalance
+    timer), a CompletingRebalance group the leader's SyncGroup, a Stable group the SyncGroups
+    still due, then heartbeats, commits under the current generation, a new member or a
+    rejoining leader."""
+    state = group.state
+    if state is coordinator_spec.DEAD:
+        return draw_fetch(draw, group_id)
+    if group.pending_members:
+        member_id = _choose(draw, group.pending_members)
+        protocols = _protocols(draw, group.generation)
+        return JoinGroup(
+            group_id,
+            JoinGroupRequest(member_id, None, CONSUMER_PROTOCOL_TYPE, protocols),
+            draw(INDEX) % CLIENTS,
+        )
+    if not group.members or (state is coordinator_spec.STABLE and draw(INDEX) % 8 == 7):
+        protocols = group.members[0].protocols if group.members else _protocols(draw, group.generation)
+        require_known = draw(INDEX) % 2 == 0
+        request = JoinGroupRequest(UNKNOWN_MEMBER_ID, None, CONSUMER_PROTOCOL_TYPE, protocols, require_known)
+        return JoinGroup(group_id, request, draw(INDEX) % CLIENTS)
+    if state is coordinator_spec.PREPARING_REBALANCE:
+        waiting = tuple(member for member in group.members if not member.awaiting_join)
+        if not waiting:
+            return ExpireRebalance(group_id)
+        member = _choose(draw, waiting)
+        request = JoinGroupRequest(
+            member.member_id, member.group_instance_id, CONSUMER_PROTOCOL_TYPE, member.protocols
+        )
+        return JoinGroup(group_id, request, member.client)
+    leader = group.member(group.leader or "")
+    due = [
+        member
+        for member in group.members
+        if member.member_id in group.pending_sync and not member.awaiting_sync
+    ]
+    if leader in due and draw(INDEX) % 2:
+        due = [leader]  # followers' SyncGroups wait (parked) for the leader's
+    if due:
+        member = _choose(draw, due)
+        assignments = _assignments(draw, group) if member is leader else ()
+        sync = SyncGroupRequest(
+            member.member_id,
+            group.generation,
+            member.group_instance_id,
+            CONSUMER_PROTOCOL_TYPE,
+            group.protocol_name,
+            assignments,
+        )
+        return SyncGroup(group_id, sync, member.client)
+    member = _choose(draw, group.members)
+    action = draw(INDEX) % 6
+    if action < 3:
+        return Heartbeat(
+            group_id, HeartbeatRequest(member.member_id, group.generation, member.group_instance_id)
+        )
+    if action < 5:
+        offsets = tuple((partition, value) for partition in member.assignment.partitions) or (
+            (PARTITIONS[0], value),
+        )
+        commit = OffsetCommitRequest(member.member_id, group.generation, member.group_instance_id, offsets)
+        return OffsetCommit(group_id, commit)
+    rejoining = leader if leader is not None else member
+    request = JoinGroupRequest(
+        rejoining.member_id, rejoining.group_instance_id, CONSUMER_PROTOCOL_TYPE, rejoining.protocols
+    )
+    return JoinGroup(group_id, request, rejoining.client)
+
+
 def build_command(
     reference: ReferenceClassicCoordinator,
     kinds: tuple[str, ...],
@@ -604,17 +696,21 @@ def build_command(
     value: int,
     choice: tuple[int, int, int],
 ) -> Command:
-    """One command from three drawn numbers `choice` (group, kind, seed): a command of a
-    kind from `kinds`, for a group (the first three times in four), built from the reference's
-    state of that group with the seed's generator; `value` is the offset a commit carries.
+    """One command from three drawn numbers `choice` (group, kind, seed), for a group (the
+    first three times in four), built from the reference's state of that group with the
+    seed's generator: half the time the next step of a well-behaved member
+    (`draw_progress`), else a command of a kind from `kinds`; `value` is the offset a
+    commit carries.
     Plain Python, not a strategy: a strategy built afresh at every step costs Hypothesis more
     than the step itself."""
     group_index, kind_index, seed = choice
     group_id = GROUPS[1] if group_index % 4 == 3 else GROUPS[0]
     group = reference.group(group_id)
     known = seen.get(group_id, ())
-    kind = kinds[kind_index % len(kinds)]
     pick = _Seeded(seed)
+    if kind_index % 2:
+        return draw_progress(pick, group_id, group, value)
+    kind = kinds[kind_index // 2 % len(kinds)]
     if kind == "join":
         return draw_join(pick, group_id, group, known)
     if kind == "sync":
@@ -867,7 +963,7 @@ class CoordinatorConformanceMachine(RuleBasedStateMachine):
         self._kinds = weighted_kinds(emphasis, omitted)
         self.begin(CoordinatorSettings(group_max_size))
 
-    @rule(group=INDEX, kind=INDEX, seed=SEED)
+    @rule(group=INDEX, kind=KIND_INDEX, seed=SEED)
     def command(self, group: int, kind: int, seed: int) -> None:
         """A request or a timer, built from the reference's state (`build_command`)."""
         self.offset_value += 1
