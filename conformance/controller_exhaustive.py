@@ -288,7 +288,7 @@ class Replay:
             base = (
                 PARTITION,
                 partition.leader,
-                leader_epoch,
+                leader_broker_epoch,
                 partition.leader_epoch,
                 partition.partition_epoch,
             )
