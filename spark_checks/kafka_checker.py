@@ -564,16 +564,22 @@ def committed_info_calls(calls: Iterable[Call]) -> frozenset[int]:
             if reads:
                 for key, pairs in reads.items():
                     seen = ok_reads.setdefault(key, set())
-                    seen.update(pair[1] for pair in pairs)
+                    try:
+                        seen.update(pair[1] for pair in pairs)
+                    except (TypeError, IndexError, KeyError) as error:  # the pass over calls says it too
+                        raise _malformed(call, f"expected [offset, value] pairs: {error}") from None
         elif call.outcome is _INFO:
             writes, _ = _parse(call, None)
             if writes:
                 infos.append((call, writes))
-    return frozenset(
-        call.invoke_index
-        for call, writes in infos
-        if any(v in ok_reads.get(key, ()) for key, sends in writes.items() for _, v in sends)
-    )
+    committed: set[int] = set()
+    for call, writes in infos:
+        try:
+            if any(v in ok_reads.get(key, ()) for key, sends in writes.items() for _, v in sends):
+                committed.add(call.invoke_index)
+        except TypeError as error:  # an unhashable value
+            raise _malformed(call, f"expected [offset, value] pairs: {error}") from None
+    return frozenset(committed)
 
 
 # ---------------------------------------------------------------------------------------

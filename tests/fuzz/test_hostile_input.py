@@ -289,7 +289,8 @@ def test_an_integer_where_a_transactions_micro_operations_belong(tmp_path, model
 
 
 @pytest.mark.parametrize(
-    "poll_result", [5, [5], [["poll", 5]], [["poll", {"x": 5}]], [["poll", {"x": [[0]]}]]]
+    "poll_result",
+    [5, [5], [["poll", 5]], [["poll", {"x": 5}]], [["poll", {"x": [[0]]}]], [["poll", {"x": [[0, [1]]]}]]],
 )
 def test_an_integer_where_a_kafka_poll_result_belongs(tmp_path, poll_result):
     ops = [
@@ -300,7 +301,12 @@ def test_an_integer_where_a_kafka_poll_result_belongs(tmp_path, poll_result):
     ]
     path = jsonl(tmp_path / "poll.jsonl", ops)
     assert_input_error(verify(path, "--model", "kafka"), f"{path}:4:", "poll by process 1")
-    assert_input_error(verify(path, "--model", "kafka-log"), f"{path}:4:", "poll")
+    # The general path (other formats, --report) computes the cross-key facts over whole calls.
+    report = tmp_path / "poll.html"
+    assert_input_error(verify(path, "--report", str(report)), f"{path}:4:", "poll by process 1")
+    assert_input_error(verify(parquet_of(tmp_path / "poll.parquet", ops)), f"{tmp_path}/poll.parquet: row 3:")
+    if poll_result != [["poll", {"x": [[0, [1]]]}]]:  # kafka-log holds any JSON value (frozen)
+        assert_input_error(verify(path, "--model", "kafka-log"), f"{path}:4:", "poll")
 
 
 # ---------------------------------------------------------------------------------------
