@@ -110,6 +110,7 @@ class _Member:
 
     __slots__ = (
         "assigned",
+        "assigned_reply",
         "assignment_epochs",
         "epoch",
         "instance_id",
@@ -130,6 +131,7 @@ class _Member:
         self.previous_epoch = NO_EPOCH
         self.state = STABLE
         self.assigned: frozenset[int] = _EMPTY
+        self.assigned_reply: tuple[TopicPartition, ...] = ()  # `assigned` as the response lists it
         self.pending: frozenset[int] = _EMPTY
         self.assignment_epochs: dict[int, int] = {}
         self.rebalance_deadline: int | None = None
@@ -414,7 +416,7 @@ class ConsumerGroupCoordinator:
                 owned = self._owned(request)
             self._reconcile(group, member, owned)
         return ConsumerGroupHeartbeatResponse(
-            Errors.NONE, request.member_id, member.epoch, self._topic_partitions(member.assigned)
+            Errors.NONE, request.member_id, member.epoch, member.assigned_reply
         )
 
     def _topic_partitions(self, partitions: frozenset[int]) -> tuple[TopicPartition, ...]:
@@ -476,7 +478,9 @@ class ConsumerGroupCoordinator:
         member.previous_epoch = member.epoch
         member.epoch = epoch
         member.state = state
-        member.assigned = assigned
+        if assigned != member.assigned:
+            member.assigned = assigned
+            member.assigned_reply = self._topic_partitions(assigned)
         member.pending = pending
         member.assignment_epochs = new_epochs
         self._claim(group, member)
