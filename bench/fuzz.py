@@ -73,7 +73,7 @@ def fuzz_pair(fmt: str, engine: str, seconds: float, timeout: float, keep: Path)
             return
         path = folder / f"history-{tally.runs}{case.extension}"
         path.write_bytes(case.content)
-        argv = ["verify", str(path), "--engine", engine, "--max-seconds", "5", *case.flags]
+        argv = case.argv(path, engine, 5)
         run = run_verify(argv, timeout)
         tally.runs += 1
         problem = ""
@@ -98,6 +98,7 @@ def fuzz_pair(fmt: str, engine: str, seconds: float, timeout: float, keep: Path)
             tally.examples.setdefault(signature, "kafkaspec " + " ".join(argv))
         else:
             path.unlink()
+            path.with_suffix(".html").unlink(missing_ok=True)
 
     while time.monotonic() - started < seconds:
         one()

@@ -58,6 +58,11 @@ class FuzzCase:
     def extension(self) -> str:
         return EXTENSIONS[self.fmt]
 
+    def argv(self, path: Path, engine: str, max_seconds: float) -> list[str]:
+        """`kafkaspec verify` of this case written at `path` (a report goes to PATH.html)."""
+        flags = [str(path.with_suffix(".html")) if flag == REPORT else flag for flag in self.flags]
+        return ["verify", str(path), "--engine", engine, "--max-seconds", str(max_seconds), *flags]
+
 
 # ---------------------------------------------------------------------------------------
 # Bases
@@ -471,12 +476,17 @@ def parquet_cases(draw: Draw) -> FuzzCase:
     return FuzzCase("parquet", data, draw(_flags()))
 
 
+REPORT: Final = "@report"
+"""A flag's value that `FuzzCase.argv` replaces with a report file beside the history."""
+
+
 def _flags() -> st.SearchStrategy[tuple[str, ...]]:
-    """Mostly none; sometimes a forced model (so every model meets every value)."""
+    """Mostly none; sometimes a forced model (so every model meets every value), sometimes an
+    HTML report (which makes JSON Lines take the general path: reader, call objects)."""
     return st.one_of(
         st.just(()),
         st.just(()),
-        st.just(()),
+        st.just(("--report", REPORT)),
         st.builds(lambda model: ("--model", model), st.sampled_from(MODEL_NAMES)),
     )
 

@@ -37,7 +37,8 @@ def test_verify_keeps_its_contract_on_malformed_histories(tmp_path_factory, fmt)
     def check(case: FuzzCase) -> None:
         path = folder / f"history{case.extension}"
         path.write_bytes(case.content)
-        run = run_verify(["verify", str(path), "--engine", "local", "--max-seconds", "5", *case.flags], 60)
+        path.with_suffix(".html").unlink(missing_ok=True)
+        run = run_verify(case.argv(path, "local", 5), 60)
         assert not run.hung, f"hung on {case!r}"
         assert not run.traceback, f"{run.stderr}{run.escaped}"
         assert not run.breach(str(path)), f"{run.breach(str(path))}: {run.stderr!r}"
