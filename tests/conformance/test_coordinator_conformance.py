@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from conformance import run as conformance_run
 from conformance.coordinator_exhaustive import (
     conforming_scenarios,
     coordinator_commands,
@@ -58,8 +59,10 @@ def test_the_impl_adapter_implements_the_protocol() -> None:
     ],
 )
 def test_a_broken_coordinator_is_caught_with_a_short_sequence(
-    factory: str, divergence: str, max_commands: int
+    factory: str, divergence: str, max_commands: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # shorter sequences than a real run, so shrinking them to the minimal one is quick
+    monkeypatch.setitem(conformance_run.STEPS_PER_EXAMPLE, "coordinator-machine", 20)
     result = run_conformance(f"{BROKEN}:{factory}", examples=100, seed=0, suite="coordinator-machine")
     assert not result.passed
     assert result.failure is not None
