@@ -197,6 +197,10 @@ _TIGHTER: Mapping[str, tuple[dict[str, Any], int, str]] = {
 """Per partition scenario: the bounds the composition tightens to stay fast, and why."""
 
 
+_GLUE = ("maximal_isr_covers_controller_isr", "leader_not_fenced")
+"""The composition's own invariants, checked by every scenario that expects no violation."""
+
+
 def _composed(name: str) -> Scenario[ComposedConfig]:
     original = _ORIGINALS[name]
     bounds, depth, note = _TIGHTER[name]
@@ -206,7 +210,7 @@ def _composed(name: str) -> Scenario[ComposedConfig]:
         name=f"{name}-on-kraft",
         summary=summary,
         config=_kraft_config(original.config, **bounds),
-        invariants=original.invariants,
+        invariants=original.invariants if original.expect_violation else (*original.invariants, *_GLUE),
         expect_violation=original.expect_violation,
         witnesses=original.witnesses,
         reference=f"{original.reference}; KIP-631, KIP-497",

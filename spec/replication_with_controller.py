@@ -430,21 +430,52 @@ def _with_leader_isr(
 # ---------------------------------------------------------------------------------------
 
 
-def _delegate(
+def _on_replicas(
     function: Callable[[PartitionConfig, PartitionState, Any], PartitionState | None],
-) -> Callable[[ComposedConfig, ComposedState, Any], ComposedState | None]:
-    """A `spec.partition` action that touches only the replicas and the history."""
+    config: ComposedConfig,
+    state: ComposedState,
+    action: Any,
+) -> ComposedState | None:
+    """Apply a `spec.partition` action that touches only the replicas and the history."""
+    projected = as_partition_state(state)
+    after = function(partition_config(config), projected, action)
+    if after is None:
+        return None
+    assert after.controller is projected.controller, "replica-side actions never write the controller"
+    return _with_replicas(state, after)
 
-    def apply(config: ComposedConfig, state: ComposedState, action: Any) -> ComposedState | None:
-        projected = as_partition_state(state)
-        after = function(partition_config(config), projected, action)
-        if after is None:
-            return None
-        assert after.controller is projected.controller, "replica-side actions never write the controller"
-        return _with_replicas(state, after)
 
-    apply.__doc__ = function.__doc__
-    return apply
+def producer_send(config: ComposedConfig, state: ComposedState, action: ProducerSend) -> ComposedState | None:
+    """`spec.partition.producer_send`: a replica that acts as leader appends (a zombie leader
+    too, until it replays the metadata that demotes it); acks=all waits for the HW of its
+    maximal ISR and is refused while that ISR is below `min.insync.replicas`."""
+    return _on_replicas(partition.producer_send, config, state, action)
+
+
+def follower_handle_fetch_response(
+    config: ComposedConfig, state: ComposedState, action: FollowerHandleFetchResponse
+) -> ComposedState | None:
+    """`spec.partition.follower_handle_fetch_response`: dropped unless in the follower's epoch."""
+    return _on_replicas(partition.follower_handle_fetch_response, config, state, action)
+
+
+def follower_truncate(
+    config: ComposedConfig, state: ComposedState, action: FollowerTruncate
+) -> ComposedState | None:
+    """`spec.partition.follower_truncate`: by the configured rule (`hw` or leader epochs)."""
+    return _on_replicas(partition.follower_truncate, config, state, action)
+
+
+def clock_tick(config: ComposedConfig, state: ComposedState, action: ClockTick) -> ComposedState | None:
+    """`spec.partition.clock_tick`: the lag of every leader's ISR followers grows."""
+    return _on_replicas(partition.clock_tick, config, state, action)
+
+
+def leader_advance_log_start_offset(
+    config: ComposedConfig, state: ComposedState, action: LeaderAdvanceLogStartOffset
+) -> ComposedState | None:
+    """`spec.partition.leader_advance_log_start_offset`: retention below the HW."""
+    return _on_replicas(partition.leader_advance_log_start_offset, config, state, action)
 
 
 def leader_handle_fetch(
@@ -860,13 +891,13 @@ def leader_handle_alter_partition_response(
 
 
 _ACTION_FUNCTIONS: Mapping[type, Callable[[ComposedConfig, ComposedState, Any], ComposedState | None]] = {
-    ProducerSend: _delegate(partition.producer_send),
+    ProducerSend: producer_send,
     LeaderHandleFetch: leader_handle_fetch,
-    FollowerHandleFetchResponse: _delegate(partition.follower_handle_fetch_response),
-    FollowerTruncate: _delegate(partition.follower_truncate),
+    FollowerHandleFetchResponse: follower_handle_fetch_response,
+    FollowerTruncate: follower_truncate,
     LeaderShrinkIsr: leader_shrink_isr,
-    ClockTick: _delegate(partition.clock_tick),
-    LeaderAdvanceLogStartOffset: _delegate(partition.leader_advance_log_start_offset),
+    ClockTick: clock_tick,
+    LeaderAdvanceLogStartOffset: leader_advance_log_start_offset,
     ControllerMoveLeadership: controller_move_leadership,
     BrokerCrash: broker_crash,
     BrokerRestart: broker_restart,
