@@ -21,10 +21,10 @@ import argparse
 import time
 
 from impl.consumer_group import ConsumerGroupCoordinator, ConsumerGroupCoordinatorConfig
-from spec.group.types import ConsumerGroupHeartbeatRequest, Errors, TopicPartition
+from spec.group.types import ConsumerGroupHeartbeatRequest, Errors, OffsetCommitRequest, TopicPartition
 
 SESSION_MS = 45_000
-RETENTION_MS = 3_600_000
+RETENTION_MS = 30_000  # shorter than the session timeout, so only offsets expire when it passes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,6 +101,28 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"session expiry: {total - left:,} of {total:,} members fenced in {expiry * 1000:.1f} ms; "
         f"timer wheel work: {coordinator.timers.operations - operations:,} (buckets visited + tasks popped)"
+    )
+    for group in groups:  # member-1 commits in every group; 1% of the groups then empty out
+        committer = (group, members[1])
+        offsets = ((TopicPartition("t0", 0), 42),)
+        coordinator.offset_commit(group, OffsetCommitRequest(members[1], epoch[committer], None, offsets))
+    emptied = groups[1::100]
+    for group in emptied:
+        for described in coordinator.describe(group).members:
+            coordinator.consumer_group_heartbeat(
+                ConsumerGroupHeartbeatRequest(group, described.member_id, -1, topic_partitions=())
+            )
+    for request in requests:  # every live member heartbeats: no session is due before retention
+        handle(request)
+    operations = coordinator.timers.operations
+    started = time.perf_counter()
+    coordinator.advance_to(coordinator.now_ms + RETENTION_MS)
+    retention = time.perf_counter() - started
+    cleared = sum(not coordinator.describe(group).offsets for group in groups)
+    print(
+        f"offset retention: {cleared:,} of {len(groups):,} groups lost their offsets "
+        f"({len(emptied):,} emptied) "
+        f"in {retention * 1000:.1f} ms; timer wheel work: {coordinator.timers.operations - operations:,}"
     )
     return 0
 
