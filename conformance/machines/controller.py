@@ -450,7 +450,14 @@ class ControllerConformanceMachine(RuleBasedStateMachine):
     ) -> None:
         """The leader asks to add a replica (the `member`-th, cyclically) to the ISR or to
         remove it (whichever changes it), with the epochs it knows; or a near miss."""
-        registration = self.pair.reference.partitions.get(partition)
+        partitions = self.pair.reference.partitions
+        registration = partitions.get(partition)
+        if registration is not None and not registration.has_leader:
+            # a leaderless partition answers INVALID_REQUEST to everyone: ask about one with a leader
+            partition = next(
+                (key for key, value in sorted(partitions.items()) if value.has_leader), partition
+            )
+            registration = partitions[partition]
         if registration is not None:
             member = registration.replicas[member % len(registration.replicas)]  # mostly a replica
         if registration is None:
