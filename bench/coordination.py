@@ -2,10 +2,10 @@
 
 Usage: python -m bench.coordination [--quick] [--repeat N] [--max-exponent E]
 
-1. Impl against the reference on the same workload (one group of 1,000 members, as in 3): members join (MEMBER_ID_REQUIRED,
-   then again with the id), the initial rebalance delay passes, the leaders assign and every
-   member syncs, then rounds of heartbeats and commits, a rebalance (every member rejoins,
-   leader and followers sync) and an OffsetFetch per group. The same commands
+1. Impl against the reference on the same workload, one group of 1,000 members (as in 3):
+   the members join (MEMBER_ID_REQUIRED, then again with the id), the initial rebalance delay
+   passes, the leader assigns and every member syncs, then rounds of heartbeats and commits,
+   a rebalance (every member rejoins, leader and followers sync) and an OffsetFetch. The same commands
    (`conformance.machines.coordinator`'s) go to `reference.coordinator` (each a spec handler
    on frozen tuples: O(members) per request) and to `impl.coordinator` (a timer command makes
    that timer due and runs the wheel, as the conformance adapter does), both called directly
@@ -264,7 +264,8 @@ def heartbeat_section(groups: int, members: int, rounds: int, repeat: int) -> No
     verdict = "met" if rate >= TARGET_HEARTBEATS else "NOT met"
     print(
         f"   {rate:,.0f} heartbeats/s ({seconds * 1e9 / len(requests):,.0f} ns each, "
-        f"best of {max(rounds, repeat)} rounds; target >= {TARGET_HEARTBEATS:,.0f}/s: {verdict}, {rate / TARGET_HEARTBEATS:.1f}x)"
+        f"best of {max(rounds, repeat)} rounds; target >= {TARGET_HEARTBEATS:,.0f}/s: {verdict}, "
+        f"{rate / TARGET_HEARTBEATS:.1f}x)"
     )
 
 
@@ -305,7 +306,8 @@ def rebalance_section(members: int, repeat: int) -> None:
     verdict = "met" if seconds * 1000 < TARGET_REBALANCE_MS else "NOT met"
     print(
         f"   {seconds * 1000:.1f} ms: {members:,} JoinGroups, the leader's SyncGroup, "
-        f"{members - 1:,} followers' SyncGroups (best of {repeat}; target < {TARGET_REBALANCE_MS:.0f} ms: {verdict})"
+        f"{members - 1:,} followers' SyncGroups (best of {repeat}; "
+        f"target < {TARGET_REBALANCE_MS:.0f} ms: {verdict})"
     )
 
 
@@ -343,7 +345,8 @@ def expiry_section(max_exponent: int, repeat: int) -> None:
     spread = max(results) / min(results)
     verdict = "flat" if spread < 3 else "NOT flat"
     print(
-        f"   largest / smallest: {spread:.1f}x over a {10 ** (max_exponent - 3):,}x growth (target flat: {verdict})"
+        f"   largest / smallest: {spread:.1f}x over a {10 ** (max_exponent - 3):,}x growth "
+        f"(target flat: {verdict})"
     )
 
 
