@@ -1,4 +1,4 @@
-"""Benchmark of the KRaft controller: `impl.controller` against `reference.controller`, and re-elections at scale.
+"""Benchmark of the KRaft controller: `impl.controller` beside `reference.controller`, re-elections at scale.
 
 What it measures, in one run
     1. The same workload on both controllers (`ControllerUnderTest` requests): a cluster of
