@@ -439,6 +439,22 @@ def _command_started_at() -> float:
     show_default=True,
     help="Megabytes of search cache per linearizability part (estimated); past it the part is unknown.",
 )
+@click.option(
+    "--ww-deps",
+    is_flag=True,
+    help="Kafka: infer write-write dependencies from offsets (Jepsen's :ww-deps; G0 found, G1c allowed).",
+)
+@click.option(
+    "--sub-via",
+    type=click.Choice(["assign", "subscribe"]),
+    multiple=True,
+    help="Kafka: how the test subscribed (Jepsen's :sub-via; repeatable); else inferred from the history.",
+)
+@click.option(
+    "--jepsen-unseen",
+    is_flag=True,
+    help="Kafka: compute unseen as Jepsen's fold does (it also counts keys first polled by the last call).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def verify_command(
     histories: tuple[str, ...],
@@ -452,6 +468,9 @@ def verify_command(
     failed_cas: str | None,
     max_seconds: float,
     max_memory_mb: int,
+    ww_deps: bool,
+    sub_via: tuple[str, ...],
+    jepsen_unseen: bool,
     as_json: bool,
 ) -> int:
     """Verify histories for linearizability or Kafka anomalies.
@@ -465,6 +484,12 @@ def verify_command(
         conventions["nil_read"] = nil_read
     if failed_cas is not None:
         conventions["failed_cas"] = failed_cas
+    if ww_deps:
+        conventions["ww_deps"] = True
+    if sub_via:
+        conventions["sub_via"] = sorted(set(sub_via))
+    if jepsen_unseen:
+        conventions["unseen"] = "jepsen"
     if report_path is not None:
         try:
             check_report_path(report_path)  # before the check, not after it

@@ -99,7 +99,22 @@ class Plan:
 _INVOKE_INDEX = operator.attrgetter("invoke_index")
 
 CYCLES_PART = "cross-key cycles"
-"""The part that searches the whole Kafka history for G1c cycles (transactional histories)."""
+"""The part that holds every data call of a Kafka history, for what needs them all at once:
+Elle's cycle search (G0, G1c, G1c-realtime, the `*-cycle-exists` entries,
+`empty-transaction-graph`), realtime lag and Jepsen's `unseen` merge."""
+
+
+def kafka_options(plan: Plan, context: KafkaContext) -> kafka_checker.KafkaOptions:
+    """The Kafka checker's options: the verify flags (`sub_via`, `ww_deps`, `unseen` in the
+    plan's conventions) over the facts inferred from the history."""
+    given = plan.conventions.get("sub_via")
+    sub_via = tuple(sorted(str(f) for f in given)) if isinstance(given, list) else context.sub_via
+    return kafka_checker.KafkaOptions(
+        sub_via=sub_via,
+        sub_via_inferred=not isinstance(given, list),
+        ww_deps=bool(plan.conventions.get("ww_deps", False)),
+        unseen=str(plan.conventions.get("unseen", "kafkaspec")),
+    )
 
 
 def kafka_context(calls: Iterable[Call]) -> KafkaContext:
@@ -188,10 +203,12 @@ def check_part(plan: Plan, key_json: str, calls: Sequence[Call], parts_left: int
     budget = plan.budget
     if plan.model == "kafka":
         context = plan.kafka or KafkaContext()
+        options = kafka_options(plan, context)
         result = kafka_checker.check_kafka_key(
             key,
             ordered,
-            sub_via=context.sub_via,
+            sub_via=options.sub_via,
+            sub_via_inferred=options.sub_via_inferred,
             committed_info=context.committed_info,
             assignments=context.assignments(),
             deadline=budget.deadline,
@@ -219,7 +236,7 @@ def _not_checked(plan: Plan, key_json: str, calls: Sequence[Call]) -> CheckResul
     key: JsonValue = CYCLES_PART if key_json == CYCLES_PART else json.loads(key_json)
     if plan.model == "kafka":
         context = plan.kafka or KafkaContext()
-        conventions = kafka_checker.unchecked_conventions(context.sub_via)
+        conventions = kafka_checker.unchecked_conventions(kafka_options(plan, context).sub_via)
         return kafka_checker.budget_exhausted(key, len(calls), conventions, reason)
     return CheckResult(
         checker=linearizability.CHECKER,
@@ -243,10 +260,12 @@ def check_key_deciding_commits(
     if late is not None:
         return late, frozenset()
     ordered = sorted(calls, key=_INVOKE_INDEX)
+    options = kafka_options(plan, context)
     result, own = kafka_checker.check_kafka_key_deciding_commits(
         json.loads(key_json),
         ordered,
-        sub_via=context.sub_via,
+        sub_via=options.sub_via,
+        sub_via_inferred=options.sub_via_inferred,
         assignments=context.assignments(),
         deadline=plan.budget.deadline,
     )
@@ -254,50 +273,34 @@ def check_key_deciding_commits(
 
 
 def _check_cycles(plan: Plan, calls: Sequence[Call]) -> CheckResult:
-    """G1c / G1c-realtime over the whole transactional history; other anomaly types are
-    reported by the per-key parts, so only the cross-key ones are kept here."""
+    """What needs the whole Kafka history (`kafka_checker.check_kafka_whole`): the other
+    anomaly types are reported by the per-key parts. The part holds every data call, so it
+    decides which `info` sends committed itself."""
     context = plan.kafka or KafkaContext()
-    whole = kafka_checker.check_kafka(
+    options = kafka_options(plan, context)
+    whole = kafka_checker.check_kafka_whole(
         [*calls, *context.subscriptions],
-        sub_via=context.sub_via,
-        committed_info=context.committed_info,
+        sub_via=options.sub_via,
+        sub_via_inferred=options.sub_via_inferred,
+        ww_deps=options.ww_deps,
+        unseen=options.unseen,
         deadline=plan.budget.deadline,
     )
-    if whole.verdict is Verdict.UNKNOWN:
-        return CheckResult(
-            whole.checker,
-            whole.model,
-            CYCLES_PART,
-            whole.verdict,
-            whole.operations,
-            whole.evidence,
-            whole.conventions,
-        )
-    anomalies = {
-        name: records
-        for name, records in whole.evidence.get("anomalies", {}).items()
-        if name in kafka_checker.WHOLE_HISTORY_ANOMALY_TYPES
-    }
-    counts = {
-        name: whole.evidence.get("anomaly_counts", {}).get(name, len(records))
-        for name, records in anomalies.items()
-    }
-    allowed = kafka_checker.allowed_error_types(context.sub_via)
-    invalid_because = sorted(name for name in anomalies if name not in allowed)
-    evidence: dict[str, JsonValue] = {
-        "anomalies": anomalies,
-        "anomaly_counts": counts,
-        "invalid_because": invalid_because,
-    }
-    verdict = Verdict.INVALID if invalid_because else Verdict.VALID
     return CheckResult(
-        whole.checker, whole.model, CYCLES_PART, verdict, whole.operations, evidence, whole.conventions
+        whole.checker,
+        whole.model,
+        CYCLES_PART,
+        whole.verdict,
+        whole.operations,
+        whole.evidence,
+        whole.conventions,
     )
 
 
 def cycle_calls(plan: Plan, calls: Iterable[Call]) -> Iterator[Call]:
-    """The calls of the cycle part: every data call, when the history has transactions."""
-    if plan.model != "kafka" or plan.kafka is None or not plan.kafka.has_transactions:
+    """The calls of the cycle part: every data call of a Kafka history (cycles need no
+    transaction: a poll that read a send invoked after it completed is one)."""
+    if plan.model != "kafka" or plan.kafka is None:
         return
     for call in calls:
         if call.f in kafka_checker.DATA_FUNCTIONS:

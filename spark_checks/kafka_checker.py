@@ -117,11 +117,13 @@ import enum
 import gc
 import json
 import math
+import operator
 import sys
 import time
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from spark_checks.history import (
@@ -147,9 +149,16 @@ DATA_FUNCTIONS: Final = frozenset({"send", "poll", "txn"})
 SUBSCRIPTION_FUNCTIONS: Final = frozenset({"assign", "subscribe"})
 
 ANOMALY_TYPES: Final = (
+    "G0",
+    "G0-realtime",
     "G1a",
     "G1c",
     "G1c-realtime",
+    "PL-1-cycle-exists",
+    "PL-2-cycle-exists",
+    "strong-PL-1-cycle-exists",
+    "strong-PL-2-cycle-exists",
+    "empty-transaction-graph",
     "duplicate",
     "inconsistent-offsets",
     "int-nonmonotonic-poll",
@@ -166,8 +175,20 @@ ANOMALY_TYPES: Final = (
 )
 """Every anomaly type this checker reports."""
 
-WHOLE_HISTORY_ANOMALY_TYPES: Final = frozenset({"G1c", "G1c-realtime"})
-"""Found only by `check_kafka`: cycles span keys."""
+WHOLE_HISTORY_ANOMALY_TYPES: Final = frozenset(
+    {
+        "G0",
+        "G0-realtime",
+        "G1c",
+        "G1c-realtime",
+        "PL-1-cycle-exists",
+        "PL-2-cycle-exists",
+        "strong-PL-1-cycle-exists",
+        "strong-PL-2-cycle-exists",
+        "empty-transaction-graph",
+    }
+)
+"""Found only by `check_kafka` / `check_kafka_whole`: the dependency graph spans keys."""
 
 PER_KEY_ANOMALY_TYPES: Final = frozenset(ANOMALY_TYPES) - WHOLE_HISTORY_ANOMALY_TYPES
 """Found identically by `check_kafka_key` on every key + `merge_results`."""
@@ -209,11 +230,26 @@ Reads = dict[Key, list[Any]]
 """key -> [[offset, value], ...] in poll order (several poll micro-ops concatenated)."""
 
 
-def allowed_error_types(sub_via: Collection[str]) -> frozenset[str]:
+ALLOWED_UNDER_WW_DEPS: Final = frozenset(
+    {"G1c", "G1c-process", "G1c-realtime", "PL-2-cycle-exists", "strong-PL-2-cycle-exists"}
+)
+"""`allowed-error-types` with `:ww-deps`: without write isolation, t0 <ww t1 <wr t0 is expected."""
+
+UNSEEN_MODES: Final = ("kafkaspec", "jepsen")
+"""How `unseen` is computed: values no `ok` call read (kafkaspec), or as Jepsen's `unseen`
+fold does, which also counts, for a key that no earlier `ok` call sent to or polled, the
+values the history's last `ok` data call polled there (its map merge keeps a key found only
+in the polled map with the polled set)."""
+
+
+def allowed_error_types(sub_via: Collection[str], ww_deps: bool = False) -> frozenset[str]:
     """Anomaly types that do not invalidate a history (Jepsen's `allowed-error-types`)."""
+    allowed = ALWAYS_ALLOWED
     if "subscribe" in sub_via:
-        return ALWAYS_ALLOWED | ALLOWED_UNDER_SUBSCRIBE
-    return ALWAYS_ALLOWED
+        allowed = allowed | ALLOWED_UNDER_SUBSCRIBE
+    if ww_deps:
+        allowed = allowed | ALLOWED_UNDER_WW_DEPS
+    return allowed
 
 
 def op_ref(call: Call) -> Record:
@@ -1238,32 +1274,108 @@ def _strongly_connected(adjacency: list[list[int]]) -> list[list[int]]:
 
 
 def _has_backward_read(collected: _Collected) -> bool:
-    """Some ok call read a value before its (ok/info) sender was invoked: a 2-cycle."""
+    """Some call read a value before its sender was invoked: a 2-cycle with a realtime edge."""
     for state in collected.states.values():
         writer_of = state.writer_of
-        for v, reader in state.ok_read.items():
-            writer = writer_of.get(v)
-            if writer is None or writer is reader or writer.outcome is _FAIL:
-                continue
-            complete = reader.complete_index
-            if complete is not None and complete < writer.invoke_index:
-                return True
+        for readers in (state.ok_read, state.other_read):
+            for v, reader in readers.items():
+                writer = writer_of.get(v)
+                if writer is None or writer is reader or reader.outcome is not _OK:
+                    continue
+                complete = reader.complete_index
+                if complete is not None and complete < writer.invoke_index:
+                    return True
     return False
 
 
-def _cycles(collected: _Collected, found: dict[str, list[Record]], deadline: float = math.inf) -> None:
-    """`cycles!`: one G1c (pure wr) or G1c-realtime cycle per strongly connected component.
+_MODEL_NAMES: Final = {
+    "PL-1": "read-uncommitted",
+    "PL-2": "read-committed",
+    "strong-PL-1": "strong-read-uncommitted",
+    "strong-PL-2": "strong-read-committed",
+}
+"""Elle's friendly names of the models whose `*-cycle-exists` entries a Kafka graph can give."""
 
-    Without calls that both send and poll, every cycle is a read that completed before its
-    sender was invoked (each edge otherwise moves forward in time), so the graph is only
-    built when such a read or such a call exists."""
-    if not collected.mixed and not _has_backward_read(collected):
-        return
+
+class _Graph:
+    """The dependency graph Jepsen's Kafka checker gives Elle, over the data calls: *ww*
+    (with `ww_deps`: the writer of a key's previous value in the version order -> the writer
+    of the next), *wr* (the writer of a value -> every other call that polled it) and
+    *realtime* (an `ok` call -> every call invoked after it completed; Elle's
+    `realtime-graph`, failed calls included)."""
+
+    __slots__ = ("nodes", "orders", "states", "wr", "ww")
+
+    def __init__(self, nodes: list[Call], states: dict[Key, _KeyState]) -> None:
+        self.nodes = nodes
+        self.states = states
+        self.wr: list[list[int]] = [[] for _ in nodes]
+        self.ww: list[list[int]] = [[] for _ in nodes]
+        self.orders: dict[Key, _Order] = {}
+
+    def has_edge(self) -> bool:
+        """Elle's graph has a vertex (so an edge): else `empty-transaction-graph`."""
+        if any(self.wr) or any(self.ww):
+            return True
+        first_done = min(
+            (c.complete_index for c in self.nodes if c.outcome is _OK and c.complete_index is not None),
+            default=None,
+        )
+        return first_done is not None and any(c.invoke_index > first_done for c in self.nodes)
+
+    def subgraph(self, members: list[int], ww: bool, wr: bool, realtime: bool) -> list[list[int]]:
+        """Adjacency over `members` (local numbers 0..m-1) with the chosen edges; realtime
+        edges go through a chain of time points (numbers m and up): an `ok` call -> its
+        completion point, an invocation point -> the call invoked there, each point -> the
+        next, so a path call -> ... -> call exists iff the first completed before the second
+        was invoked (linear size, where the relation itself is quadratic)."""
+        local = {node: n for n, node in enumerate(members)}
+        adjacency: list[list[int]] = []
+        for node in members:
+            out: list[int] = []
+            if ww:
+                out.extend(local[m] for m in self.ww[node] if m in local)
+            if wr:
+                out.extend(local[m] for m in self.wr[node] if m in local)
+            adjacency.append(out)
+        if realtime:
+            events: list[tuple[int, int, int]] = []
+            for n, node in enumerate(members):
+                call = self.nodes[node]
+                if call.outcome is _OK and call.complete_index is not None:
+                    events.append((call.complete_index, 0, n))
+                events.append((call.invoke_index, 1, n))
+            events.sort()
+            point = -1
+            kind_before = -1
+            for _, kind, n in events:
+                if kind != kind_before:
+                    adjacency.append([])
+                    if point >= 0:
+                        adjacency[point].append(len(adjacency) - 1)
+                    point = len(adjacency) - 1
+                    kind_before = kind
+                if kind == 0:
+                    adjacency[n].append(point)
+                else:
+                    adjacency[point].append(n)
+        return adjacency
+
+
+def _apply_deferred(state: _KeyState, committed: Callable[[Call], bool]) -> None:
+    """`info` sends join the log once shown committed (idempotent)."""
+    for call, sends in state.deferred:
+        if committed(call):
+            for offset, v in sends:
+                if offset is not None:
+                    state.put(offset, v)
+
+
+def _build_graph(collected: _Collected, committed: Callable[[Call], bool], ww_deps: bool) -> _Graph:
     states = collected.states
     nodes = [call for call in collected.ordered if call.f in DATA_FUNCTIONS]
+    graph = _Graph(nodes, states)
     node_of = {id(call): n for n, call in enumerate(nodes)}
-    ops = len(nodes)
-    wr: list[list[int]] = [[] for _ in range(ops)]
     for n, call in enumerate(nodes):
         _, reads = _parse(call, None)
         if not reads:
@@ -1273,73 +1385,188 @@ def _cycles(collected: _Collected, found: dict[str, list[Record]], deadline: flo
             for pair in pairs:
                 writer = writer_of.get(pair[1])
                 if writer is not None and writer is not call:
-                    wr[node_of[id(writer)]].append(n)
-    # Realtime order as a chain of time points: ok call -> its completion point, an
-    # invocation point -> the ok/info call invoked there; a path call -> ... -> call exists
-    # iff the first completed before the second was invoked.
-    adjacency = [list(edges) for edges in wr]
-    events: list[tuple[int, int, int]] = []
-    for n, call in enumerate(nodes):
-        if call.outcome is _OK and call.complete_index is not None:
-            events.append((call.complete_index, 0, n))
-        if call.outcome is not _FAIL:
-            events.append((call.invoke_index, 1, n))
-    events.sort()
-    point = -1
-    kind_before = -1
-    for _, kind, n in events:
-        if kind != kind_before:
-            adjacency.append([])
-            if point >= 0:
-                adjacency[point].append(len(adjacency) - 1)
-            point = len(adjacency) - 1
-            kind_before = kind
-        if kind == 0:
-            adjacency[n].append(point)
-        else:
-            adjacency[point].append(n)
+                    graph.wr[node_of[id(writer)]].append(n)
+    if ww_deps:
+        for key, state in states.items():
+            _apply_deferred(state, committed)
+            order = graph.orders[key] = _Order(state)
+            writer_of = state.writer_of
+            for v2, second in writer_of.items():
+                at = order.by_value.get(v2)
+                if not at:
+                    continue  # unknown position, or first in the order
+                first = writer_of.get(order.values[at - 1])
+                if first is not None and first is not second:
+                    graph.ww[node_of[id(first)]].append(node_of[id(second)])
+    return graph
 
+
+def _components(graph: _Graph, members: list[int], ww: bool, wr: bool, realtime: bool) -> list[list[int]]:
+    """The nontrivial strongly connected components of a subgraph, as sorted lists of calls
+    (graph numbers), smallest first (Elle reports the smallest's size)."""
+    if not (wr or realtime) and not any(graph.ww[m] for m in members):
+        return []
+    adjacency = graph.subgraph(members, ww, wr, realtime)
+    count = len(members)
+    found = [
+        sorted(members[n] for n in component if n < count) for component in _strongly_connected(adjacency)
+    ]
+    return sorted((c for c in found if len(c) > 1), key=len)
+
+
+def _cycles(
+    collected: _Collected,
+    committed: Callable[[Call], bool],
+    found: dict[str, list[Record]],
+    ww_deps: bool,
+    deadline: float = math.inf,
+) -> None:
+    """Elle's `cycles` over the Kafka graph, as Jepsen's checker runs it (`:strict-serializable`):
+    `empty-transaction-graph` when the graph has no edge; then per strongly connected
+    component, the `*-cycle-exists` entries of `cycle-exists-cases` and one cycle per
+    anomaly type Elle's search reports, its types and their order of search.
+
+    With only ww, wr and realtime edges (no rw, no process edges) Elle's lattice leaves four
+    cases per component: a ww cycle (`PL-1-cycle-exists`, `G0`: G0 implies every other
+    type); else a ww+wr cycle (`PL-2-cycle-exists`, `G1c`, and when a ww+realtime cycle
+    exists too, `strong-PL-1-cycle-exists` and `G0-realtime`, which G1c does not imply);
+    else a ww+realtime cycle (`strong-PL-1-cycle-exists`, `G0-realtime`, which implies
+    G1c-realtime); else (`strong-PL-2-cycle-exists`, `G1c-realtime`)."""
+    if not ww_deps and not collected.mixed and not _has_backward_read(collected):
+        # Every wr and realtime edge then goes forward in time: no cycle. Only ask whether
+        # the graph has an edge at all.
+        if not _any_edge(collected):
+            found.setdefault("empty-transaction-graph", []).append({"nodes": _data_calls(collected)})
+        return
+    graph = _build_graph(collected, committed, ww_deps)
+    if not graph.has_edge():
+        found.setdefault("empty-transaction-graph", []).append({"nodes": len(graph.nodes)})
+        return
     _check_clock(deadline)
-    for component in _strongly_connected(adjacency):
+    everything = list(range(len(graph.nodes)))
+    for component in _components(graph, everything, True, True, True):
         _check_clock(deadline)
-        members = set(component)
-        calls_in = sorted(m for m in component if m < ops)
-        sub = _wr_cycle(wr, calls_in)
-        if sub is not None:
-            found.setdefault("G1c", []).append(_cycle_record(sub, nodes, states, ops, len(calls_in)))
+        ww_only = _components(graph, component, True, False, False) if ww_deps else []
+        if ww_only:
+            _exists(found, "PL-1", ["ww"], ww_only[0])
+            _report_cycle(found, "G0", graph, ww_only[0], True, False, False, len(component))
             continue
-        path = _shortest_cycle(adjacency, members, calls_in[0], ops)
-        found.setdefault("G1c-realtime", []).append(_cycle_record(path, nodes, states, ops, len(calls_in)))
+        data = _components(graph, component, True, True, False)
+        ww_realtime = _components(graph, component, True, False, True) if ww_deps else []
+        if data:
+            _exists(found, "PL-2", ["ww", "wr"], data[0])
+            _report_cycle(found, "G1c", graph, data[0], True, True, False, len(component))
+        if ww_realtime:
+            _exists(found, "strong-PL-1", ["ww", "realtime"], ww_realtime[0])
+            _report_cycle(found, "G0-realtime", graph, ww_realtime[0], True, False, True, len(component))
+        if not data and not ww_realtime:
+            _exists(found, "strong-PL-2", ["ww", "wr", "realtime"], component)
+            _report_cycle(found, "G1c-realtime", graph, component, True, True, True, len(component))
 
 
-def _wr_cycle(wr: list[list[int]], calls_in: list[int]) -> list[int] | None:
-    """A shortest cycle of wr edges among these calls, if any."""
-    local = {node: n for n, node in enumerate(calls_in)}
-    adjacency = [[local[m] for m in wr[node] if m in local] for node in calls_in]
-    components = _strongly_connected(adjacency)
-    if not components:
-        return None
-    inside = {calls_in[n] for n in components[0]}
-    start = min(inside)
-    parent: dict[int, int] = {start: -1}
-    queue = deque([start])
-    while queue:
-        node = queue.popleft()
-        for nxt in wr[node]:
-            if nxt == start:
-                path = [node]
-                while parent[path[-1]] != -1:
-                    path.append(parent[path[-1]])
-                return path[::-1]
-            if nxt in inside and nxt not in parent:
-                parent[nxt] = node
-                queue.append(nxt)
-    return None  # pragma: no cover - a strongly connected component has a cycle
+def _data_calls(collected: _Collected) -> int:
+    return sum(1 for call in collected.ordered if call.f in DATA_FUNCTIONS)
+
+
+def _any_edge(collected: _Collected) -> bool:
+    """Whether Elle's graph has an edge, without building it: a value polled by a call
+    other than its writer, or an `ok` call completed before another call's invocation."""
+    for state in collected.states.values():
+        writer_of = state.writer_of
+        for readers in (state.ok_read, state.other_read):
+            for v, reader in readers.items():
+                writer = writer_of.get(v)
+                if writer is not None and writer is not reader:
+                    return True
+        if len(state.ok_read) + len(state.other_read) > 0 and _several_readers(collected, state):
+            return True
+    calls = [call for call in collected.ordered if call.f in DATA_FUNCTIONS]
+    done = [c.complete_index for c in calls if c.outcome is _OK and c.complete_index is not None]
+    return bool(done) and any(c.invoke_index > min(done) for c in calls)
+
+
+def _several_readers(collected: _Collected, state: _KeyState) -> bool:
+    # `ok_read`/`other_read` keep one reader per value; a value's other readers also get a wr
+    # edge from its writer when it is not theirs. Only a value whose first reader is its own
+    # writer can hide such an edge, and a writer that polls its own value is rare: look again.
+    for readers in (state.ok_read, state.other_read):
+        for v, reader in readers.items():
+            if state.writer_of.get(v) is reader:
+                return _wr_edge_exists(collected)
+    return False
+
+
+def _wr_edge_exists(collected: _Collected) -> bool:
+    for call in collected.ordered:
+        if call.f not in DATA_FUNCTIONS:
+            continue
+        _, reads = _parse(call, None)
+        for key, pairs in (reads or {}).items():
+            writer_of = collected.states[key].writer_of
+            for pair in pairs:
+                writer = writer_of.get(pair[1])
+                if writer is not None and writer is not call:
+                    return True
+    return False
+
+
+def _exists(found: dict[str, list[Record]], model: str, subgraph: list[str], scc: list[int]) -> None:
+    found.setdefault(f"{model}-cycle-exists", []).append(
+        {"not": _MODEL_NAMES[model], "subgraph": list(subgraph), "scc_size": len(scc)}
+    )
+
+
+def _report_cycle(
+    found: dict[str, list[Record]],
+    name: str,
+    graph: _Graph,
+    members: list[int],
+    ww: bool,
+    wr: bool,
+    realtime: bool,
+    size: int,
+) -> None:
+    """A shortest cycle of this strongly connected subgraph, with its steps explained as
+    Elle's explainers do (ww first, then wr, then realtime)."""
+    adjacency = graph.subgraph(members, ww, wr, realtime)
+    count = len(members)
+    path = _shortest_cycle(adjacency, set(range(len(adjacency))), 0, count)
+    cycle = [n for n in path if n < count]
+    steps: list[JsonValue] = []
+    for position, n in enumerate(cycle):
+        nxt = cycle[(position + 1) % len(cycle)]
+        at = path.index(n)
+        follower = path[(at + 1) % len(path)]
+        first, second = graph.nodes[members[n]], graph.nodes[members[nxt]]
+        if follower == nxt and ww and members[nxt] in graph.ww[members[n]]:
+            steps.append(_ww_step(first, second, graph))
+        elif follower == nxt:
+            steps.append(_wr_step(first, second, graph.states))
+        else:
+            steps.append(
+                {
+                    "type": "realtime",
+                    "complete_index": first.complete_index,
+                    "invoke_index": second.invoke_index,
+                }
+            )
+    found.setdefault(name, []).append(
+        {"cycle": [op_ref(graph.nodes[members[n]]) for n in cycle], "steps": steps, "scc_size": size}
+    )
 
 
 def _shortest_cycle(adjacency: list[list[int]], members: set[int], start: int, ops: int) -> list[int]:
     """0-1 BFS from `start` back to it inside one component; edges out of a call cost 1,
-    edges out of a time point cost 0, so the length counts wr and realtime steps."""
+    edges out of a time point cost 0, so the length counts data and realtime steps. A start
+    on no cycle (it may lie outside the component's cycles) moves on to the next call."""
+    for begin in range(start, ops):
+        path = _shortest_cycle_from(adjacency, members, begin, ops)
+        if path:
+            return path
+    return []  # pragma: no cover - a strongly connected subgraph has a cycle
+
+
+def _shortest_cycle_from(adjacency: list[list[int]], members: set[int], start: int, ops: int) -> list[int]:
     distance: dict[int, int] = {start: 0}
     parent: dict[int, int] = {start: -1}
     queue = deque([start])
@@ -1366,33 +1593,26 @@ def _shortest_cycle(adjacency: list[list[int]], members: set[int], start: int, o
                     queue.append(nxt)
                 else:
                     queue.appendleft(nxt)
+    if best < 0:
+        return []
     path = [best]
     while parent[path[-1]] != -1:
         path.append(parent[path[-1]])
     return path[::-1]
 
 
-def _cycle_record(
-    path: list[int], nodes: list[Call], states: dict[Key, _KeyState], ops: int, size: int
-) -> Record:
-    cycle = [n for n in path if n < ops]
-    steps: list[JsonValue] = []
-    for position, n in enumerate(cycle):
-        nxt = cycle[(position + 1) % len(cycle)]
-        # A direct edge between two calls in the path is wr; through time points, realtime.
-        at = path.index(n)
-        follower = path[(at + 1) % len(path)]
-        if follower == nxt:
-            steps.append(_wr_step(nodes[n], nodes[nxt], states))
-        else:
-            steps.append(
-                {
-                    "type": "realtime",
-                    "complete_index": nodes[n].complete_index,
-                    "invoke_index": nodes[nxt].invoke_index,
-                }
-            )
-    return {"cycle": [op_ref(nodes[n]) for n in cycle], "steps": steps, "scc_size": size}
+def _ww_step(first: Call, second: Call, graph: _Graph) -> Record:
+    writes, _ = _parse(second, None)
+    for key, sends in (writes or {}).items():
+        order = graph.orders.get(key)
+        writer_of = graph.states[key].writer_of
+        if order is None:
+            continue
+        for _, v2 in sends:
+            at = order.by_value.get(v2)
+            if at and writer_of.get(order.values[at - 1]) is first:
+                return {"type": "ww", "key": key, "value": order.values[at - 1], "value'": v2}
+    return {"type": "ww"}  # pragma: no cover - the edge came from such a pair
 
 
 def _wr_step(writer: Call, reader: Call, states: dict[Key, _KeyState]) -> Record:
@@ -1406,6 +1626,290 @@ def _wr_step(writer: Call, reader: Call, states: dict[Key, _KeyState]) -> Record
 
 
 # ---------------------------------------------------------------------------------------
+# Whole-history figures: realtime lag, Jepsen's unseen merge
+# ---------------------------------------------------------------------------------------
+
+
+def _max_offsets(call: Call) -> dict[Key, int]:
+    """Jepsen's `op->max-offsets` of an `ok`/`info` call: per key, the highest offset polled
+    (-1 for an empty poll) or sent. As upstream, a send without an offset restarts the
+    call's send map (its `reduce` step returns nil there)."""
+    if call.outcome is _FAIL or call.f not in DATA_FUNCTIONS:
+        return {}
+    fast = _max_offsets_plain(call)
+    if fast is not None:
+        return fast
+    writes, reads = _parse(call, None)
+    if not writes or all(offset is not None for sends in writes.values() for offset, _ in sends):
+        # The common shapes, from the parsed call: no send without an offset to restart on.
+        out: dict[Key, int] = {}
+        for key, pairs in (reads or {}).items():
+            best = -1
+            for pair in pairs:
+                offset = pair[0]
+                if offset.__class__ is int and offset > best:
+                    best = offset
+            out[key] = best
+        for key, sends in (writes or {}).items():
+            best = max(offset for offset, _ in sends)
+            out[key] = best if key not in out else max(out[key], best)
+        return out
+    value = analysed_value(call)
+    polled: dict[Key, int] = {}
+    sent: dict[Key, int] = {}
+    for mop in value if isinstance(value, list) else ():
+        if not isinstance(mop, list | tuple) or not mop:
+            continue
+        if mop[0] in _POLL and call.f != "send":
+            for raw_key, pairs in (mop[1] if len(mop) > 1 and isinstance(mop[1], dict) else {}).items():
+                offsets = [pair[0] for pair in pairs if isinstance(pair[0], int)]
+                key = _norm_key(raw_key)
+                polled[key] = max([polled.get(key, -1), -1, *offsets])
+        elif mop[0] in _SEND and call.f != "poll" and len(mop) == 3:
+            sent_value = mop[2]
+            if isinstance(sent_value, list) and len(sent_value) == 2 and isinstance(sent_value[0], int):
+                key = _norm_key(mop[1])
+                sent[key] = max(sent.get(key, 0), sent_value[0])
+            else:
+                sent = {}
+    for key, offset in sent.items():
+        polled[key] = max(polled.get(key, offset), offset)
+    return polled
+
+
+_FIRST: Final = operator.itemgetter(0)
+
+
+def _max_offsets_plain(call: Call) -> dict[Key, int] | None:
+    """`_max_offsets` of one plain poll (string keys, int offsets) or one send with an
+    offset, the commonest calls, in C where it can; None for any other shape."""
+    value = analysed_value(call)
+    if value.__class__ is not list or len(value) != 1:
+        return None
+    mop = value[0]
+    if mop.__class__ is not list or not mop:
+        return None
+    name = mop[0]
+    if name in _POLL and call.f != "send":
+        polled = mop[1] if len(mop) > 1 else None
+        if not polled:
+            return {}
+        if polled.__class__ is not dict:
+            return None
+        out: dict[Key, int] = {}
+        try:
+            for key, pairs in polled.items():
+                if key.__class__ is not str:
+                    return None
+                best = max(map(_FIRST, pairs)) if pairs else -1
+                out[key] = best if best > -1 else -1
+        except TypeError:
+            return None  # a null offset: the long way
+        return out
+    if name in _SEND and call.f != "poll" and len(mop) == 3:
+        sent = mop[2]
+        if sent.__class__ is list and len(sent) == 2 and sent[0].__class__ is int:
+            return {_norm_key(mop[1]): sent[0]}
+    return None
+
+
+def realtime_lags(calls: Iterable[Call]) -> list[Record] | None:
+    """Jepsen's `realtime-lag`: for each `ok` poll/txn and each key its process has (by
+    assign, or by polling it), a lower bound on how stale the poll was: its invocation
+    time minus the time at which an offset above the one the process has reached was known
+    to exist (0 when none was). An `ok` assign keeps the offsets of the keys it names (-1
+    for new ones) and drops the others; an `ok` subscribe drops all. Times are the
+    history's own; None when a call lacks one (upstream skips histories without times)."""
+    ordered = sorted(calls, key=_order)
+    if any(call.invoke_time is None for call in ordered):
+        return None
+    expired = _expired_times(ordered, [_max_offsets(call) for call in ordered])
+    positions: dict[Process, dict[Key, int]] = {}
+    lags: list[Record] = []
+    for call in ordered:
+        if call.outcome is not _OK:
+            continue
+        if call.f == "assign":
+            value = analysed_value(call)
+            named = [_norm_key(k) for k in value] if isinstance(value, list) else []
+            before = positions.get(call.process, {})
+            positions[call.process] = {key: before.get(key, -1) for key in named}
+        elif call.f == "subscribe":
+            positions[call.process] = {}
+        elif call.f in ("poll", "txn"):
+            offsets = dict(positions.get(call.process, {}))
+            for key, offset in _max_offsets(call).items():
+                offsets[key] = max(offsets.get(key, offset), offset)
+            positions[call.process] = offsets
+            started = call.invoke_time
+            assert started is not None
+            for key, offset in offsets.items():
+                known_at = expired.get(key, {}).get(offset + 1)
+                lag = 0 if known_at is None else max(0, started - known_at)
+                lags.append({"time": started, "process": call.process, "key": key, "lag": lag})
+    return lags
+
+
+def _expired_times(ordered: list[Call], maxes: list[dict[Key, int]]) -> dict[Key, dict[int, int]]:
+    """Per key, offset -> the completion time of the first call (in completion order) that
+    showed that offset or a higher one to exist (Jepsen's `expired` vectors)."""
+    expired: dict[Key, dict[int, int]] = {}
+    for call, known_offsets in zip(ordered, maxes, strict=True):
+        time_done = call.complete_time
+        if time_done is None:
+            continue
+        for key, known in known_offsets.items():
+            times = expired.setdefault(key, {})
+            offset = known
+            while offset >= 0 and offset not in times:
+                times[offset] = time_done
+                offset -= 1
+    return expired
+
+
+def lag_summary(lags: list[Record] | None) -> dict[str, JsonValue]:
+    """The worst lag (Jepsen's `worst-realtime-lag`: the first greatest) and the greatest
+    per process and key, from `realtime_lags`' list."""
+    if lags is None:
+        return _NO_LAG
+    by: dict[tuple[str, Key], Record] = {}
+    worst: Record = {"time": 0, "lag": 0}
+    for lag in lags:
+        value = int(str(lag["lag"]))
+        if value > int(str(worst["lag"])):
+            worst = lag
+        slot = (json.dumps(lag["process"], default=str), str(lag["key"]))
+        kept = by.get(slot)
+        if kept is None or value > int(str(kept["max_lag"])):
+            by[slot] = {"process": lag["process"], "key": lag["key"], "max_lag": value, "time": lag["time"]}
+    return _lag_record(worst, by)
+
+
+_NO_LAG: Final[dict[str, JsonValue]] = {"available": False, "reason": "a call has no time"}
+
+
+def _lag_record(worst: Record, by: dict[tuple[str, Key], Record]) -> dict[str, JsonValue]:
+    return {
+        "available": True,
+        "worst": dict(worst),
+        "by_process_key": [by[slot] for slot in sorted(by)],
+        "time_unit": "the history's time field",
+    }
+
+
+def realtime_lag_summary(calls: Iterable[Call]) -> dict[str, JsonValue]:
+    """`lag_summary(realtime_lags(calls))` without listing every (poll, key) lag, which is
+    polls x assigned keys: for a fixed offset a process's lag on a key only grows with its
+    polls' times, so each stretch of polls at one offset is measured at its last poll."""
+    ordered = sorted(calls, key=_order)
+    if any(call.invoke_time is None for call in ordered):
+        return _NO_LAG
+    maxes = [_max_offsets(call) for call in ordered]
+    expired = _expired_times(ordered, maxes)
+    by: dict[tuple[str, Key], Record] = {}
+    worst: Record = {"time": 0, "lag": 0}
+    poll_times: dict[Process, list[int]] = {}
+    names: dict[Process, str] = {}
+    # Per process: key -> (offset, index in its poll_times of the first poll at that offset).
+    positions: dict[Process, dict[Key, tuple[int, int]]] = {}
+
+    def flush(process: Process, key: Key, offset: int, first: int, last: int) -> None:
+        nonlocal worst
+        if last < first:
+            return  # no poll at this offset
+        started = poll_times[process][last]
+        known_at = expired.get(key, {}).get(offset + 1)
+        lag = 0 if known_at is None else max(0, started - known_at)
+        name = names.get(process)
+        if name is None:
+            name = names[process] = json.dumps(process, default=str)
+        slot = (name, key)
+        kept = by.get(slot)
+        if kept is None or lag > int(str(kept["max_lag"])):
+            by[slot] = {"process": process, "key": key, "max_lag": lag, "time": started}
+        if lag > int(str(worst["lag"])) or (
+            lag == int(str(worst["lag"])) and lag > 0 and started < int(str(worst["time"]))
+        ):
+            worst = {"time": started, "process": process, "key": key, "lag": lag}
+
+    for call, known_offsets in zip(ordered, maxes, strict=True):
+        if call.outcome is not _OK:
+            continue
+        process = call.process
+        times = poll_times.setdefault(process, [])
+        held = positions.setdefault(process, {})
+        if call.f == "assign":
+            value = analysed_value(call)
+            named = {_norm_key(k) for k in value} if isinstance(value, list) else set()
+            for key in [key for key in held if key not in named]:
+                offset, first = held.pop(key)
+                flush(process, key, offset, first, len(times) - 1)
+            for key in named:
+                held.setdefault(key, (-1, len(times)))
+        elif call.f == "subscribe":
+            for key, (offset, first) in held.items():
+                flush(process, key, offset, first, len(times) - 1)
+            held.clear()
+        elif call.f in ("poll", "txn"):
+            assert call.invoke_time is not None
+            times.append(call.invoke_time)
+            now = len(times) - 1
+            for key, seen in known_offsets.items():
+                old = held.get(key)
+                if old is None:
+                    held[key] = (seen, now)
+                elif seen > old[0]:
+                    flush(process, key, old[0], old[1], now - 1)
+                    held[key] = (seen, now)
+    for process, held in positions.items():
+        for key, (offset, first) in held.items():
+            flush(process, key, offset, first, len(poll_times[process]) - 1)
+    return _lag_record(worst, by)
+
+
+def _unseen_merge_keys(collected: _Collected) -> dict[Key, list[Any]]:
+    """Keys where Jepsen's `unseen` fold counts polled values as unseen: the last `ok` data
+    call polled them, and no earlier `ok` data call sent to or polled the key (nor this one
+    sent to it). Values per key, sorted."""
+    data = [call for call in collected.ordered if call.outcome is _OK and call.f in DATA_FUNCTIONS]
+    if not data:
+        return {}
+    touched: set[Key] = set()
+    for call in data[:-1]:
+        writes, reads = _parse(call, None)
+        touched.update(writes or ())
+        touched.update(reads or ())
+    writes, reads = _parse(data[-1], None)
+    touched.update(writes or ())
+    out: dict[Key, list[Any]] = {}
+    for key, pairs in (reads or {}).items():
+        if key not in touched and pairs:
+            out[key] = sorted({pair[1] for pair in pairs}, key=_sort_token)
+    return out
+
+
+def _unseen_merge(
+    collected: _Collected, unseen: str, found: dict[str, list[Record]], deviations: list[JsonValue]
+) -> None:
+    keys = _unseen_merge_keys(collected)
+    if not keys:
+        return
+    if unseen == "jepsen":
+        for key, values in keys.items():
+            found.setdefault("unseen", []).append(
+                {"key": key, "count": len(values), "values": _listed(values), "jepsen_unseen_merge": True}
+            )
+    else:
+        deviations.append(
+            {
+                "name": "unseen-merge",
+                "keys": sorted(keys),
+                "jepsen": "reports these keys' polled values as unseen (flag --jepsen-unseen)",
+            }
+        )
+
+
+# ---------------------------------------------------------------------------------------
 # Results
 # ---------------------------------------------------------------------------------------
 
@@ -1414,14 +1918,21 @@ def _record_order(record: Record) -> tuple[str, str]:
     return (str(record.get("key", "")), json.dumps(record, sort_keys=True, default=str))
 
 
-def _conventions(sub_via: Collection[str], inferred: bool, info_evidence: str) -> dict[str, JsonValue]:
+def _conventions(
+    sub_via: Collection[str],
+    inferred: bool,
+    info_evidence: str,
+    ww_deps: bool = False,
+    unseen: str = "kafkaspec",
+) -> dict[str, JsonValue]:
     return {
         "source": "jepsen.tests.kafka/analysis and allowed-error-types",
         "sub_via": sorted(sub_via),
         "sub_via_inferred": inferred,
         "subscribe_allows_poll_skips": True,
-        "allowed_error_types": sorted(allowed_error_types(sub_via)),
-        "ww_deps": False,
+        "allowed_error_types": sorted(allowed_error_types(sub_via, ww_deps)),
+        "ww_deps": ww_deps,
+        "unseen": unseen,
         "unseen_is_error": True,
         "no_writer_of_value_is_error": True,
         "info_send_committed_if_a_value_was_read": True,
@@ -1443,6 +1954,7 @@ def _result(
     max_per_type: int | None,
     started: float,
     counts: dict[str, int] | None = None,
+    extra: dict[str, JsonValue] | None = None,
 ) -> CheckResult:
     anomalies: dict[str, JsonValue] = {}
     anomaly_counts: dict[str, int] = {}
@@ -1457,6 +1969,8 @@ def _result(
     allowed = conventions["allowed_error_types"]
     assert isinstance(allowed, list)
     invalid_because = [name for name in anomaly_counts if name not in allowed]
+    # As Jepsen's checker: every type found (`:error-types`), the allowed ones too.
+    allowed_found = [name for name in anomaly_counts if name in allowed]
     return CheckResult(
         checker="kafka",
         model="kafka",
@@ -1467,22 +1981,51 @@ def _result(
             "anomalies": anomalies,
             "anomaly_counts": dict(anomaly_counts),
             "invalid_because": list(invalid_because),
+            "error_types": sorted(anomaly_counts),
+            "allowed_error_types_found": allowed_found,
             "keys": keys,
+            **(extra or {}),
         },
         conventions=conventions,
         seconds=time.perf_counter() - started,
     )
 
 
+@dataclass(frozen=True)
+class KafkaOptions:
+    """What a Jepsen user sets on the Kafka checker: `sub_via` (`:sub-via`; inferred from the
+    history when None; `sub_via_inferred` says what the report states when the caller
+    inferred it itself), `ww_deps` (`:ww-deps`) and how `unseen` is computed
+    (`UNSEEN_MODES`)."""
+
+    sub_via: tuple[str, ...] | None = None
+    sub_via_inferred: bool | None = None
+    ww_deps: bool = False
+    unseen: str = "kafkaspec"
+
+    def __post_init__(self) -> None:
+        if self.unseen not in UNSEEN_MODES:
+            raise ValueError(f"unseen must be one of {', '.join(UNSEEN_MODES)}, got {self.unseen!r}")
+
+    def inferred(self) -> bool:
+        return self.sub_via is None if self.sub_via_inferred is None else self.sub_via_inferred
+
+
+_SCOPE_ALL: Final = "all"
+_SCOPE_KEY: Final = "key"
+_SCOPE_WHOLE: Final = "whole"
+
+
 def _check(
     calls: Iterable[Call],
     only: Key | None,
-    sub_via: Collection[str] | None,
+    options: KafkaOptions,
     committed_info: Collection[int] | None,
     max_per_type: int | None,
     assignments: Assignments | None = None,
     decided: list[frozenset[int]] | None = None,
     deadline: float = math.inf,
+    scope: str = _SCOPE_ALL,
 ) -> CheckResult:
     # The analysis allocates millions of small acyclic objects; the cyclic collector would
     # rescan them over and over (~15% of the time) and can free nothing.
@@ -1491,13 +2034,17 @@ def _check(
     started = time.perf_counter()
     calls = calls if isinstance(calls, list) else list(calls)
     try:
-        return _check_all(calls, only, sub_via, committed_info, max_per_type, assignments, decided, deadline)
+        return _check_all(
+            calls, only, options, committed_info, max_per_type, assignments, decided, deadline, scope
+        )
     except _OutOfTimeError:
         if decided is not None:
             decided.append(frozenset())
         operations = len(calls) + (len(assignments.calls) if assignments is not None else 0)
+        sub_via = options.sub_via
         used = set(sub_via) if sub_via is not None else {c.f for c in calls if c.f in SUBSCRIPTION_FUNCTIONS}
-        result = budget_exhausted(only, operations, _conventions(used, sub_via is None, "not decided"))
+        conventions = _conventions(used, options.inferred(), "not decided", options.ww_deps, options.unseen)
+        result = budget_exhausted(only, operations, conventions)
         return _with_seconds(result, time.perf_counter() - started)
     finally:
         if collecting:
@@ -1507,12 +2054,13 @@ def _check(
 def _check_all(
     calls: Iterable[Call],
     only: Key | None,
-    sub_via: Collection[str] | None,
+    options: KafkaOptions,
     committed_info: Collection[int] | None,
     max_per_type: int | None,
     assignments: Assignments | None,
     decided: list[frozenset[int]] | None = None,
     deadline: float = math.inf,
+    scope: str = _SCOPE_ALL,
 ) -> CheckResult:
     started = time.perf_counter()
     _check_clock(deadline)
@@ -1522,16 +2070,21 @@ def _check_all(
         decided.append(committed_info)
     committed = _Committed(collected, committed_info, only)
     found: dict[str, list[Record]] = {}
-    g1a_targets: dict[Key, set[Any]] = {}
-    for key, state in collected.states.items():
-        _check_clock(deadline)
-        _analyze_key(key, state, committed, found, g1a_targets)
-    if g1a_targets:
-        _g1a(collected, only, g1a_targets, found)
+    extra: dict[str, JsonValue] = {}
+    if scope != _SCOPE_WHOLE:
+        g1a_targets: dict[Key, set[Any]] = {}
+        for key, state in collected.states.items():
+            _check_clock(deadline)
+            _analyze_key(key, state, committed, found, g1a_targets)
+        if g1a_targets:
+            _g1a(collected, only, g1a_targets, found)
     if only is None:
-        _cycles(collected, found, deadline)
-    inferred = sub_via is None
-    used = collected.sub_via_seen if sub_via is None else set(sub_via)
+        _cycles(collected, committed, found, options.ww_deps, deadline)
+        deviations: list[JsonValue] = []
+        _unseen_merge(collected, options.unseen, found, deviations)
+        extra["deviations_from_jepsen"] = deviations
+        extra["realtime_lag"] = realtime_lag_summary(collected.ordered)
+    used = collected.sub_via_seen if options.sub_via is None else set(options.sub_via)
     evidence = "whole history" if only is None else "this key only"
     if committed_info is not None:
         evidence = "given"
@@ -1540,16 +2093,27 @@ def _check_all(
         found,
         collected.calls,
         len(collected.states),
-        _conventions(used, inferred, evidence),
+        _conventions(used, options.inferred(), evidence, options.ww_deps, options.unseen),
         max_per_type,
         started,
+        extra=extra,
     )
+
+
+def _options(
+    sub_via: Collection[str] | None, sub_via_inferred: bool | None, ww_deps: bool, unseen: str
+) -> KafkaOptions:
+    given = None if sub_via is None else tuple(sorted(set(sub_via)))
+    return KafkaOptions(given, sub_via_inferred, ww_deps, unseen)
 
 
 def check_kafka(
     calls: Iterable[Call],
     *,
     sub_via: Collection[str] | None = None,
+    sub_via_inferred: bool | None = None,
+    ww_deps: bool = False,
+    unseen: str = "kafkaspec",
     committed_info: Collection[int] | None = None,
     max_per_type: int | None = None,
     deadline: float = math.inf,
@@ -1557,10 +2121,31 @@ def check_kafka(
     """Check a whole Kafka history (calls in any order; analysed in completion order).
 
     `sub_via`: the subscription functions the test used (`{"assign"}`, `{"subscribe"}`);
-    inferred from the history when None. `max_per_type` caps the records kept per anomaly
-    type (the smallest in a canonical order; counts stay exact). Past `deadline` (a
-    `time.time()` instant) the result is `unknown` (`budget_exhausted`)."""
-    return _check(calls, None, sub_via, committed_info, max_per_type, deadline=deadline)
+    inferred from the history when None (`sub_via_inferred` overrides what the report says,
+    for a caller that inferred it). `ww_deps`: Jepsen's `:ww-deps` (write-write edges, so
+    G0 cycles and ww-based G1c are found; G1c then is allowed). `unseen`: `UNSEEN_MODES`.
+    `max_per_type` caps the records kept per anomaly type (the smallest in a canonical
+    order; counts stay exact). Past `deadline` (a `time.time()` instant) the result is
+    `unknown` (`budget_exhausted`)."""
+    options = _options(sub_via, sub_via_inferred, ww_deps, unseen)
+    return _check(calls, None, options, committed_info, max_per_type, deadline=deadline)
+
+
+def check_kafka_whole(
+    calls: Iterable[Call],
+    *,
+    sub_via: Collection[str] | None = None,
+    sub_via_inferred: bool | None = None,
+    ww_deps: bool = False,
+    unseen: str = "kafkaspec",
+    max_per_type: int | None = None,
+    deadline: float = math.inf,
+) -> CheckResult:
+    """Only what needs the whole history at once (`WHOLE_HISTORY_ANOMALY_TYPES`, Jepsen's
+    `unseen` merge, realtime lag): `check_kafka`'s findings of those, without the per-key
+    analysis that the key parts make. `calls`: every data call and assign/subscribe call."""
+    options = _options(sub_via, sub_via_inferred, ww_deps, unseen)
+    return _check(calls, None, options, None, max_per_type, deadline=deadline, scope=_SCOPE_WHOLE)
 
 
 def check_kafka_key(
@@ -1568,6 +2153,7 @@ def check_kafka_key(
     calls: Iterable[Call],
     *,
     sub_via: Collection[str] | None = None,
+    sub_via_inferred: bool | None = None,
     committed_info: Collection[int] | None = None,
     max_per_type: int | None = None,
     assignments: Assignments | None = None,
@@ -1579,8 +2165,9 @@ def check_kafka_key(
     `check_kafka` does. The assign/subscribe calls may come in `calls` or, prepared once for
     many keys, as `assignments` (the same result, much faster when there are many keys).
     Past `deadline` (a `time.time()` instant) the result is `unknown`."""
+    options = _options(sub_via, sub_via_inferred, False, "kafkaspec")
     return _check(
-        calls, _norm_key(key), sub_via, committed_info, max_per_type, assignments, deadline=deadline
+        calls, _norm_key(key), options, committed_info, max_per_type, assignments, deadline=deadline
     )
 
 
@@ -1589,6 +2176,7 @@ def check_kafka_key_deciding_commits(
     calls: Iterable[Call],
     *,
     sub_via: Collection[str] | None = None,
+    sub_via_inferred: bool | None = None,
     assignments: Assignments | None = None,
     deadline: float = math.inf,
 ) -> tuple[CheckResult, frozenset[int]]:
@@ -1597,7 +2185,8 @@ def check_kafka_key_deciding_commits(
     this part shows committed, found in the check's own pass over the calls (a second pass
     cost a fifth of a part's check). A part that ran out of time decides no call."""
     decided: list[frozenset[int]] = []
-    result = _check(calls, _norm_key(key), sub_via, None, None, assignments, decided, deadline)
+    options = _options(sub_via, sub_via_inferred, False, "kafkaspec")
+    result = _check(calls, _norm_key(key), options, None, None, assignments, decided, deadline)
     return result, decided[0]
 
 
@@ -1666,6 +2255,8 @@ def merge_results(results: Iterable[CheckResult], *, max_per_type: int | None = 
     counts: dict[str, int] = {}
     sub_via: set[str] = set()
     inferred = True
+    ww_deps = False
+    unseen = "kafkaspec"
     evidence = "given"
     operations = keys = 0
     for number, result in enumerate(results):
@@ -1677,6 +2268,8 @@ def merge_results(results: Iterable[CheckResult], *, max_per_type: int | None = 
         conventions = result.conventions
         sub_via.update(conventions.get("sub_via", ()))
         inferred = inferred and bool(conventions.get("sub_via_inferred", True))
+        ww_deps = ww_deps or bool(conventions.get("ww_deps", False))
+        unseen = str(conventions.get("unseen", unseen))
         if number == 0:
             evidence = str(conventions.get("info_commit_evidence", evidence))
         elif conventions.get("info_commit_evidence") != evidence:
@@ -1688,7 +2281,7 @@ def merge_results(results: Iterable[CheckResult], *, max_per_type: int | None = 
         found,
         operations,
         keys,
-        _conventions(sub_via, inferred, evidence),
+        _conventions(sub_via, inferred, evidence, ww_deps, unseen),
         max_per_type,
         started,
         counts,

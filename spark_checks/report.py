@@ -157,7 +157,61 @@ def text_summary(reports: Sequence[HistoryReport]) -> list[str]:
         hidden = len(report.failing()) - 20
         if hidden > 0:
             lines.append(f"  ... and {hidden} more failing parts (see --json or --report)")
+        allowed = _allowed_found(report)
+        if allowed:
+            # Jepsen's checker lists every error type, allowed ones too.
+            lines.append(f"  allowed anomaly types found: {', '.join(allowed)}")
+        worst = _worst_lag(report)
+        if worst is not None:
+            lines.append(f"  worst realtime lag: {json.dumps(worst)}")
     return lines
+
+
+def _allowed_found(report: HistoryReport) -> list[str]:
+    found: set[str] = set()
+    for result in report.results:
+        names = result.evidence.get("allowed_error_types_found")
+        if isinstance(names, list):
+            found.update(str(name) for name in names)
+    return sorted(found)
+
+
+def _lag(report: HistoryReport) -> dict[str, JsonValue] | None:
+    """The Kafka whole-history part's realtime lag figures (Jepsen's `realtime-lag`)."""
+    for result in report.results:
+        lag = result.evidence.get("realtime_lag")
+        if isinstance(lag, dict) and lag.get("available"):
+            return lag
+    return None
+
+
+def _worst_lag(report: HistoryReport) -> JsonValue:
+    lag = _lag(report)
+    return None if lag is None else lag.get("worst")
+
+
+def _lag_html(report: HistoryReport) -> str:
+    """A small table: the worst realtime lag, and the greatest per process and key."""
+    lag = _lag(report)
+    allowed = _allowed_found(report)
+    out = ""
+    if allowed:
+        out += f"<p>Allowed anomaly types found: {html.escape(', '.join(allowed))}</p>"
+    if lag is None:
+        return out
+    rows = lag.get("by_process_key")
+    listed = rows[:200] if isinstance(rows, list) else []
+    body = "".join(
+        f"<tr><td>{html.escape(json.dumps(row.get('process')))}</td><td>{html.escape(str(row.get('key')))}</td>"
+        f"<td>{html.escape(json.dumps(row.get('max_lag')))}</td></tr>"
+        for row in listed
+        if isinstance(row, dict)
+    )
+    return (
+        out + f"<h3>Realtime lag</h3><p>worst: {html.escape(json.dumps(lag.get('worst')))} "
+        f"({html.escape(str(lag.get('time_unit')))})</p>"
+        f"<table><tr><th>process</th><th>key</th><th>greatest lag</th></tr>{body}</table>"
+    )
 
 
 def _size_text(report: HistoryReport) -> str:
@@ -295,6 +349,7 @@ def html_report(reports: Sequence[HistoryReport], histories: Sequence[Sequence[O
             f"<p>model <b>{html.escape(report.model)}</b>, format {html.escape(report.format)}, "
             f"{html.escape(report.engine)} engine, {_size_text(report)}, {report.seconds:.2f} s</p>"
             f"<h3>Conventions</h3><pre>{conventions}</pre>"
+            f"{_lag_html(report)}"
             f"<h3>Timeline</h3><p>Each bar is one operation from invocation to completion, one lane per "
             f"process; red bars are named by the evidence.</p>"
             f"<div class='timeline' id='timeline-{number}'></div>"
