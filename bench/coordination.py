@@ -21,9 +21,9 @@ Usage: python -m bench.coordination [--quick] [--repeat N] [--max-exponent E]
    to the moment the 100 sessions end; the time of that move (popping the 100 timers,
    removing the members, starting their groups' rebalances) per size. Target: flat.
 
-Python is single-threaded, so every number is one core. The machine is shared and noisy: each
-measurement is repeated (`--repeat`, default 3) and the best kept; ratios measured in the same
-run matter, absolute numbers less so.
+Python is single-threaded, so every number is one core: times are the process's CPU time. The
+machine is shared and noisy: each measurement is repeated (`--repeat`, default 3) and the best
+kept; ratios measured in the same run matter, absolute numbers less so.
 """
 
 from __future__ import annotations
@@ -77,15 +77,17 @@ def best_of(repeat: int, run: Callable[[], float]) -> float:
 
 
 def timed(run: Callable[[], object]) -> float:
-    """Seconds `run()` takes, with Python's cyclic garbage collector off (as `timeit` does): a
-    full collection walks every live object, so it would charge whatever else is alive in
-    the process (the other side's state, the workload) to the code being timed."""
+    """CPU seconds `run()` takes on this process's one core (`time.process_time`: the other
+    agents on the shared machine take wall time, not this process's CPU time), with
+    Python's cyclic garbage collector off (as `timeit` does): a full collection walks every
+    live object, so it would charge whatever else is alive in the process (the other side's
+    state, the workload) to the code being timed."""
     gc.collect()
     gc.disable()
     try:
-        started = time.perf_counter()
+        started = time.process_time()
         run()
-        return time.perf_counter() - started
+        return time.process_time() - started
     finally:
         gc.enable()
 

@@ -193,8 +193,14 @@ class TimerWheel:
         if old == tick:
             return
         buckets = self._buckets
-        if old is not None:
-            self._remove(buckets[old], task)
+        if old is not None:  # `_remove`, inlined: this is every heartbeat's path
+            left = buckets[old]
+            tasks = left.tasks
+            del tasks[task]
+            left.removed += 1
+            if left.removed > 32 and left.removed > 2 * len(tasks):
+                left.tasks = dict(tasks)
+                left.removed = 0
         bucket = buckets.get(tick)
         if bucket is None:
             bucket = buckets[tick] = _Bucket()
