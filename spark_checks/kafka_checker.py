@@ -52,14 +52,24 @@ Anomalies (the function that defines each, in `jepsen.tests.kafka`)
     sent to k (delta < 1); `ok`/`info` assign/subscribe prune as for polls.
 `unseen` (`unseen`): values sent by `ok` calls that no `ok` call ever polled (one record per
     key with the count).
-`G1c`, `G1c-realtime` (`cycles!`, Elle's `txn/cycles!` with `:strict-serializable`): cycles
-    of completed send/poll/txn calls over *wr* edges (the writer of v -> every other reader
-    of v) and *realtime* edges (an `ok` call -> every `ok`/`info` call invoked after it
-    completed). *ww* edges are off (Jepsen's default `:ww-deps false`) and *rw* edges are
-    commented out upstream, so `G0*` cycles cannot arise; one cycle is reported per strongly
-    connected component: a pure-wr cycle (`G1c`) if one exists, else one with a realtime edge.
-    Values are compared against version-order indices only when both are known (else delta
-    is taken as 1, as upstream).
+Cycles (`cycles!`: Elle's `elle.txn/cycles` with `:strict-serializable`, as Jepsen runs it)
+    over the completed send/poll/txn calls (and, here, calls never completed), with *wr*
+    edges (the writer of v -> every other call that polled v, any outcome), *realtime* edges
+    (an `ok` call -> every call invoked after it completed, failed ones included, as Elle's
+    `realtime-graph`) and, with `ww_deps` (Jepsen's `:ww-deps`), *ww* edges (the writer of a
+    key's previous value in the version order -> the writer of the next). *rw* edges are
+    commented out upstream and there are no process edges. `empty-transaction-graph`: the
+    graph has no edge (Elle marks it; Jepsen's checker counts it as an error). Per strongly
+    connected component, Elle's `cycle-exists-cases` and its search give, with these edges:
+    a ww cycle: `PL-1-cycle-exists` + `G0` (which implies every other type); else a ww+wr
+    cycle: `PL-2-cycle-exists` + `G1c`, plus `strong-PL-1-cycle-exists` + `G0-realtime` when
+    a ww+realtime cycle exists too; else a ww+realtime cycle: `strong-PL-1-cycle-exists` +
+    `G0-realtime`; else `strong-PL-2-cycle-exists` + `G1c-realtime`. One shortest cycle is
+    reported per type and component, its steps explained as Elle does (ww, then wr, then
+    realtime). Values are compared against version-order indices only when both are known
+    (else delta is taken as 1, as upstream).
+Realtime lag (`realtime-lag`, `worst-realtime-lag`): see `realtime_lags`; reported in the
+    whole-history evidence as the worst lag and the greatest per process and key.
 
 Validity (`allowed-error-types`, `checker`)
 -------------------------------------------
@@ -68,16 +78,25 @@ The history is invalid iff some anomaly type outside the allowed set was found:
   `strong-PL-1-cycle-exists`;
 * also allowed when the test used `subscribe` (`:sub-via`): `poll-skip` and
   `nonmonotonic-poll`, since rebalances legitimately move consumers. `sub_via` is inferred as
-  the set of assign/subscribe functions present in the history unless given.
+  the set of assign/subscribe functions present in the history unless given;
+* also allowed with `ww_deps`: `G1c`, `G1c-process`, `G1c-realtime`, `PL-2-cycle-exists`,
+  `strong-PL-2-cycle-exists`.
+Every type found is listed (`error_types`, and `allowed_error_types_found`), as Jepsen's
+checker lists `:error-types`.
 So `unseen` (checked at the end of the history) is an error, as upstream.
 
 Deviations, stated: `no-writer-of-value` (a value was read that no call sent) is reported as
 an error: upstream throws (`:no-writer-of-value`) and the check ends `:unknown`. A
 `precommitted-read` is reported per (call, key) with all such values (upstream: the first key
 of a call only). `:rebalance-log` (which exempts keys from int-poll checks) has no place in the
-canonical format and is not supported. Elle's `:empty-transaction-graph` is not reported.
-Realtime lag, consume counts and plots are left out. Calls are analysed in completion order;
-calls that never completed (`info`, no completion index) come last.
+canonical format and is not supported. `unseen-merge`: Jepsen's `unseen` fold merges the
+polled map into the unseen one, so a key that no earlier `ok` call sent to or polled, polled
+by the history's last `ok` data call, gets its polled values counted as unseen; kafkaspec
+reports only values never read, names the difference in `deviations_from_jepsen`, and with
+`unseen="jepsen"` (`--jepsen-unseen`) reports it as Jepsen does. Elle's
+`cycle-search-timeout` has no counterpart: the search is exact, bounded by `deadline`.
+Consume counts and plots are left out. Calls are analysed in completion order; calls that
+never completed (`info`, no completion index) come last.
 
 Records
 -------
@@ -86,29 +105,34 @@ content). A call is named by `op_ref`: `{process, f, type, invoke_index, complet
 Records carry the `key`, the `value(s)` and `offset(s)` involved, Jepsen's fields (`delta`,
 `skipped`, `index`, `max-read-index`, `count`) and the calls: `ops` (previous and current call
 of a process), `op` (one call), `writer`/`reader`/`max-read`/`first_reader`, `writers` (per
-value), or `cycle` + `steps` (each step `wr` with key and value, or `realtime`). Lists of
+value), or `cycle` + `steps` (each step `ww` with key, `value` and `value'`, `wr` with key
+and value, or `realtime`); a `*-cycle-exists` record has `not` (Elle's model name),
+`subgraph` and `scc_size`. Lists of
 values are cut at `MAX_LISTED` with an exact `*_count`. `anomaly_counts` is exact even when
 `max_per_type` cuts the lists.
 
 P-compositionality
 ------------------
-Every anomaly type except `G1c`/`G1c-realtime` is a function of one key's sub-history:
+Every anomaly type except `WHOLE_HISTORY_ANOMALY_TYPES` is a function of one key's sub-history:
 `split_by_key` routes each call to the keys it touches and every assign/subscribe to every
 key (`partition_key` returns `ALL_KEYS`: an assign that does not name k ends the tracking of
 k). `split_call` cuts one call into per-key pieces for shipping; it gives no piece for an
 assign/subscribe, which the caller must add to every part. `check_kafka_key` checks one part,
 `merge_results` joins the parts. The one cross-key input is whether an `info` send committed
 (a value it sent to another key was read): pass `committed_info=committed_info_calls(history)`
-for results equal to `check_kafka`'s; without it a key uses its own evidence only. Cycles
-(`G1c*`) need the whole history: only `check_kafka` looks for them.
+for results equal to `check_kafka`'s; without it a key uses its own evidence only. Cycles,
+`empty-transaction-graph`, realtime lag and the unseen merge need the whole history:
+`check_kafka` finds them, and `check_kafka_whole` finds only them (the engines' extra part).
 
 Cost: one pass over the calls into per-key dicts keyed by offset and value, then one pass per
 key; about 10^5 calls/s in CPython. Every check takes a `deadline` (a `time.time()` instant,
 none by default): the clock is read every `_CALLS_PER_CLOCK_READ` calls of the first pass, per
 key of the second and per component of the cycle search, and a check still running at the
 deadline answers `unknown` with the reason (`budget_exhausted`), never a partial verdict.
-The cycle graph is built only when a call both sends and polls or a read precedes its send
-(otherwise no cycle can exist; see `_cycles`).
+Without `ww_deps` the cycle graph is built only when a call both sends and polls or a read
+completed before its sender was invoked (otherwise no cycle can exist; see `_cycles`).
+Realtime lag costs about as much again as the first pass (each stretch of a process's polls
+at one offset is measured once, not per poll and assigned key).
 """
 
 from __future__ import annotations

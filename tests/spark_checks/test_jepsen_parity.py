@@ -786,3 +786,49 @@ def test_reports_show_the_lag_and_the_allowed_types(tmp_path: Path) -> None:
     allowed = verify_history(path, VerifyOptions(model="kafka", engine="local"))
     assert allowed.verdict is Verdict.VALID
     assert "  allowed anomaly types found: nonmonotonic-poll" in text_summary([allowed])
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_spark_engine_gives_the_local_answers(spark: Any, tmp_path: Path) -> None:
+    for name, (history, options) in sorted(ENGINE_CASES.items()):
+        path = tmp_path / f"{name}.jsonl"
+        write_jsonl(path, history)
+        local = verify_history(path, VerifyOptions(model="kafka", engine="local", conventions=dict(options)))
+        distributed = verify_history(
+            path, VerifyOptions(model="kafka", engine="spark", conventions=dict(options)), spark=spark
+        )
+
+        def seen(report: Any) -> list[tuple[str, str, list[str], Any]]:
+            return sorted(
+                (json.dumps(r.partition), r.verdict.value, sorted(types(r)), r.evidence.get("realtime_lag"))
+                for r in report.results
+            )
+
+        assert seen(distributed) == seen(local), name
+        assert distributed.verdict is local.verdict, name
+
+
+def test_verify_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.helpers import run_cli
+
+    path = tmp_path / "g1c.jsonl"
+    write_jsonl(path, g1c_pure_wr_history())
+
+    def run(*flags: str) -> tuple[int, Any]:
+        code, out, _ = run_cli(capsys, "verify", str(path), "--engine", "local", "--json", *flags)
+        return code, json.loads(out)
+
+    assert run()[0] == 1
+    code, document = run("--ww-deps")
+    assert code == 0  # G1c and PL-2-cycle-exists are allowed with ww deps
+    (report,) = document["histories"]
+    assert report["verdict"] == "valid"
+    path = tmp_path / "merge.jsonl"
+    write_jsonl(path, unseen_merge_history())
+    assert run()[0] == 0
+    assert run("--jepsen-unseen")[0] == 1
+    path = tmp_path / "assign.jsonl"
+    write_jsonl(path, nonmonotonic_poll_history(("assign", ["x", "y"])))
+    assert run()[0] == 1
+    assert run("--sub-via", "subscribe")[0] == 0
