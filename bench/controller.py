@@ -5,9 +5,10 @@ What it measures, in one run
        brokers registers and unfences, partitions are created round-robin with replication
        factor 3, then brokers are bounced one after another: the session expires (the broker
        leaves every ISR, the partitions it led elect), it registers again after an unclean
-       shutdown, heartbeats until unfenced, and every leader sends the AlterPartition that
-       adds it back to the ISR. Seconds for each, the ratio, and a check that both images
-       are equal at the end.
+       shutdown, heartbeats while it catches up (every other broker heartbeating too, as they
+       do every `broker.heartbeat.interval.ms`) until it is unfenced, and every leader sends
+       the AlterPartition that adds it back to the ISR. Seconds for each, the ratio, and a
+       check that both images are equal at the end.
     2. Re-election after one broker fails, with 100,000 partitions of replication factor 3:
        spread over 100 brokers (the failed broker leads about 1,000 and is in about 3,000
        ISRs), and the worst case, every partition on the same 3 brokers and led by the one
@@ -66,16 +67,30 @@ def round_robin(brokers: int) -> Callable[[int], tuple[int, ...]]:
     return lambda partition_id: tuple((partition_id + offset) % brokers for offset in range(3))
 
 
-def bounce(controller: ControllerUnderTest, broker_id: int, incarnation: int) -> int:
-    """Expire the broker's session, re-register it (unclean), unfence it, and have every leader
-    add it back to the ISR; the AlterPartitions sent."""
+def heartbeats(controller: ControllerUnderTest, epochs: dict[int, int], offset: int) -> int:
+    """Every broker heartbeats once (what a controller serves most: one per broker every
+    `broker.heartbeat.interval.ms`); the requests sent."""
+    for broker_id, epoch in epochs.items():
+        controller.heartbeat(BrokerHeartbeatRequest(broker_id, epoch, offset))
+    return len(epochs)
+
+
+def bounce(controller: ControllerUnderTest, broker_id: int, incarnation: int, epochs: dict[int, int]) -> int:
+    """Expire the broker's session, re-register it (unclean), let it heartbeat while it catches
+    up (three rounds of every broker's heartbeats, its own behind), unfence it, and have every
+    leader add it back to the ISR; the requests sent."""
     controller.expire_session(broker_id)
     epoch = controller.register_broker(BrokerRegistrationRequest(broker_id, incarnation)).broker_epoch
-    log_end = controller.observe().log_end
-    controller.heartbeat(BrokerHeartbeatRequest(broker_id, epoch, log_end - 1))
+    epochs[broker_id] = epoch
+    sent = 2
+    for _ in range(3):
+        others = {other: other_epoch for other, other_epoch in epochs.items() if other != broker_id}
+        sent += heartbeats(controller, others, epoch)
+        controller.heartbeat(BrokerHeartbeatRequest(broker_id, epoch, epoch - 1))  # not caught up yet
+        sent += 1
+    controller.heartbeat(BrokerHeartbeatRequest(broker_id, epoch, epoch))
+    sent += 1
     view = controller.observe()
-    epochs = {broker.broker_id: broker.epoch for broker in view.brokers}
-    sent = 0
     for partition in view.partitions:
         if broker_id in partition.replicas and broker_id not in partition.isr and partition.leader >= 0:
             members = tuple(sorted({*partition.isr, broker_id}))
@@ -102,8 +117,9 @@ def same_workload(brokers: int, partitions: int, bounces: int) -> None:
         controller = start_cluster(factory, brokers)
         create_partitions(controller, partitions, round_robin(brokers))
         requests = 2 * brokers + partitions
+        epochs = {broker.broker_id: broker.epoch for broker in controller.observe().brokers}
         for number in range(bounces):
-            requests += 3 + bounce(controller, number % brokers, 1 + number // brokers)
+            requests += bounce(controller, number % brokers, 1 + number // brokers, epochs)
         seconds[name] = time.perf_counter() - started
         images[name] = controller.observe()
         print(f"   {name:<10} {seconds[name]:8.2f}  {requests:,}")

@@ -577,8 +577,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "fenced-broker-elected",
         K,
-        "            if not broker.fenced and not broker.in_controlled_shutdown\n        }",
-        "            if not broker.in_controlled_shutdown\n        }",
+        "                if not broker.fenced and not broker.in_controlled_shutdown\n            )",
+        "                if not broker.in_controlled_shutdown\n            )",
         "a fenced broker is acceptable as leader",
         CONTROLLER,
     ),

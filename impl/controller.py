@@ -217,6 +217,7 @@ class KRaftController:
         self._leaderless: set[PartitionId] = set()
         self._queue: deque[Callable[[], None]] = deque()
         self._updates: dict[BrokerId, set[PartitionId]] = {}
+        self._active: frozenset[BrokerId] = frozenset()  # unfenced, not shutting down: may lead
         self._pending_unclean: dict[PartitionId, bool] = {}  # topic config of a PartitionRecord being written
         self.batches = 0  # record batches appended
 
@@ -254,6 +255,11 @@ class KRaftController:
             if previous is not None and previous.epoch == record.epoch:
                 broker.offset = previous.offset
             self.brokers[record.broker_id] = broker
+            self._active = frozenset(
+                broker_id
+                for broker_id, broker in self.brokers.items()
+                if not broker.fenced and not broker.in_controlled_shutdown
+            )
         elif isinstance(record, PartitionRecord):
             partition_id = record.partition
             self.partitions[partition_id] = Partition(record, self._pending_unclean.pop(partition_id))
@@ -337,11 +343,9 @@ class KRaftController:
         """The brokers that may lead (computed once per event): the active ones
         (`ClusterControlManager.isActive`), and `add`, being unfenced in this same batch; never
         `remove` (being fenced or shut down) nor `unclean` (restarting uncleanly)."""
-        active = {
-            broker_id
-            for broker_id, broker in self.brokers.items()
-            if not broker.fenced and not broker.in_controlled_shutdown
-        }
+        if add == NO_LEADER and remove == NO_LEADER and unclean == NO_LEADER:
+            return self._active
+        active = set(self._active)
         if add != NO_LEADER:
             active.add(add)
         active.discard(remove)
@@ -579,15 +583,14 @@ class KRaftController:
             partition = self.partitions[request.partition]
             new_isr = frozenset(member for member, _ in request.new_isr)
             record = self._build_change(request.partition, new_isr, self._acceptable(), partition.unclean)
-            if record is None:
-                return AlterPartitionResponse(KafkaError.NONE, self._view(request.partition))
-            records.append(record)
-            if record.leader not in (NO_LEADER_CHANGE, request.broker_id):
-                return AlterPartitionResponse(KafkaError.NEW_LEADER_ELECTED)
-            return AlterPartitionResponse(KafkaError.NONE, None)
+            if record is not None:
+                records.append(record)
+                if record.leader not in (NO_LEADER_CHANGE, request.broker_id):
+                    return AlterPartitionResponse(KafkaError.NEW_LEADER_ELECTED)
+            return AlterPartitionResponse(KafkaError.NONE)  # the partition is added once replayed
 
         response = self._submit(handle)
-        if response.error is KafkaError.NONE and response.partition is None:
+        if response.error is KafkaError.NONE:
             return AlterPartitionResponse(KafkaError.NONE, self._view(request.partition))
         return response
 
