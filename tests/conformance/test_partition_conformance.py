@@ -137,9 +137,10 @@ def test_impl_is_imported_only_when_asked_for(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_which_suites_run() -> None:
-    replication = ("log", "partition", "exhaustive")
-    assert suites_for("impl", None) == (*replication, "coordinator-exhaustive", "coordinator-machine")
-    assert suites_for("reference", "all") == suites_for("impl", None)
+    every = suites_for("impl", None)
+    assert every[:3] == ("log", "partition", "exhaustive")
+    assert {"coordinator-exhaustive", "coordinator-machine"} <= set(every)  # and each other machine's
+    assert suites_for("reference", "all") == every
     assert suites_for(f"{BROKEN}:make_reference", None) == ("log",)
     assert suites_for(f"{BROKEN}:make_reference", "partition") == ("partition",)
     with pytest.raises(ValueError, match="name its suite"):
