@@ -474,13 +474,46 @@ class KRaftController:
         acceptable = self._acceptable(remove, add, unclean)
         dropped = frozenset((remove, unclean))
         shutdown = frozenset((unclean,)) if unclean != NO_LEADER else _EMPTY
+        # The change depends only on the partition's shape (not its id or epochs), and a broker
+        # event meets few shapes (partitions sharing a replica set usually share one): build
+        # each shape's change once and stamp it with each partition's id.
+        changes: dict[tuple[object, ...], PartitionChangeRecord | None] = {}
         for partition_id in sorted(partition_ids):
             partition = self.partitions[partition_id]
-            record = self._build_change(
+            shape = (
+                partition.replicas,
+                partition.isr,
+                partition.elr,
+                partition.last_known_elr,
+                partition.leader,
+                partition.adding,
+                partition.removing,
+                partition.recovery,
+                partition.unclean,
+            )
+            if shape in changes:
+                change = changes[shape]
+                if change is not None:
+                    records.append(
+                        PartitionChangeRecord(
+                            partition_id,
+                            change.leader,
+                            change.isr,
+                            change.elr,
+                            change.last_known_elr,
+                            change.replicas,
+                            change.adding,
+                            change.removing,
+                            change.leader_recovery_state,
+                        )
+                    )
+                continue
+            change = self._build_change(
                 partition_id, partition.isr - dropped, acceptable, partition.unclean, shutdown
             )
-            if record is not None:
-                records.append(record)
+            changes[shape] = change
+            if change is not None:
+                records.append(change)
 
     def _fence_records(self, records: list[Record], broker_id: BrokerId) -> None:
         """`handleBrokerFenced`: out of its ISRs (elections where it led), then the fence."""
