@@ -18,6 +18,7 @@ Usage: ``python -m bench.consumer_group [--groups 10000] [--members 10] [--round
 from __future__ import annotations
 
 import argparse
+import gc
 import time
 
 from impl.consumer_group import ConsumerGroupCoordinator, ConsumerGroupCoordinatorConfig
@@ -25,6 +26,59 @@ from spec.group.types import ConsumerGroupHeartbeatRequest, Errors, OffsetCommit
 
 SESSION_MS = 45_000
 RETENTION_MS = 30_000  # shorter than the session timeout, so only offsets expire when it passes
+
+
+def stable_coordinator(
+    groups: int, members: int
+) -> tuple[ConsumerGroupCoordinator, list[ConsumerGroupHeartbeatRequest]]:
+    """A coordinator with `groups` consumer groups of `members` members each, every member
+    stable at its group's epoch, and each member's steady heartbeat."""
+    coordinator = ConsumerGroupCoordinator(ConsumerGroupCoordinatorConfig(partitions=members))
+    requests: list[ConsumerGroupHeartbeatRequest] = []
+    for group in (f"group-{index}" for index in range(groups)):
+        state: dict[str, tuple[int, tuple[TopicPartition, ...]]] = {}
+        for _ in range(4):  # join, then reconcile until stable
+            for member in (f"member-{index}" for index in range(members)):
+                epoch, owned = state.get(member, (0, ()))
+                answer = coordinator.consumer_group_heartbeat(
+                    ConsumerGroupHeartbeatRequest(group, member, epoch, None, -1, ("t0",), None, owned)
+                )
+                assert answer.error is Errors.NONE and answer.assignment is not None, answer
+                state[member] = (answer.member_epoch, answer.assignment)
+        requests.extend(
+            ConsumerGroupHeartbeatRequest(group, member, epoch, None, -1, None, None, owned)
+            for member, (epoch, owned) in state.items()
+        )
+    return coordinator, requests
+
+
+def heartbeat_section(groups: int, members: int, rounds: int, repeat: int) -> None:
+    """`bench.coordination`'s heartbeat measurement for the KIP-848 coordinator: steady
+    ConsumerGroupHeartbeats, the clock moving between rounds so every heartbeat moves its session
+    timer to a new bucket; CPU time of one core with the cyclic GC off, best of the rounds."""
+    print(
+        f"\n2b. KIP-848 ConsumerGroupHeartbeats, {groups * members:,} members in {groups:,} groups (stable)"
+    )
+    coordinator, requests = stable_coordinator(groups, members)
+    handle = coordinator.consumer_group_heartbeat
+
+    def one_round() -> float:
+        coordinator.advance_to(coordinator.now_ms + 1_000)
+        gc.collect()
+        gc.disable()
+        try:
+            started = time.process_time()
+            for request in requests:
+                handle(request)
+            return time.process_time() - started
+        finally:
+            gc.enable()
+
+    seconds = min(one_round() for _ in range(max(rounds, repeat)))
+    print(
+        f"   {len(requests) / seconds:,.0f} heartbeats/s ({seconds * 1e9 / len(requests):,.0f} ns each, "
+        f"best of {max(rounds, repeat)} rounds)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,6 +13,8 @@ Usage: python -m bench.coordination [--quick] [--repeat N] [--max-exponent E]
 2. Heartbeats per second, 100,000 members in 10,000 groups (Stable), the clock moving between
    rounds so every heartbeat moves its session timer to a new bucket. Target >= 300,000/s on
    one core.
+   2b: the same for the KIP-848 coordinator (`bench.consumer_group.heartbeat_section`: steady
+   ConsumerGroupHeartbeats of members stable at their group's epoch).
 3. A full rebalance of one 1,000-member Stable group: every member's JoinGroup (the leader's
    first: it starts the rebalance, the last completes the join phase and answers all 1,000),
    the leader's SyncGroup with the assignment, every follower's SyncGroup. Target < 100 ms.
@@ -37,6 +39,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from bench import consumer_group
 from conformance.machines.coordinator import (
     Command,
     ExpireRebalance,
@@ -374,6 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     speedup_section(groups=1, members=200 if quick else 1_000, rounds=3, repeat=repeat)
     heartbeat_section(groups=1_000 if quick else 10_000, members=10, rounds=5, repeat=repeat)
+    consumer_group.heartbeat_section(groups=1_000 if quick else 10_000, members=10, rounds=5, repeat=repeat)
     rebalance_section(members=1_000, repeat=repeat)
     expiry_section(max_exponent, repeat)
     print(f"\n{time.perf_counter() - started:.0f} s in all")
