@@ -120,6 +120,7 @@ class _Member:
         "rebalance",
         "rebalance_deadline",
         "rebalance_timeout_ms",
+        "reply",
         "session",
         "state",
     )
@@ -136,6 +137,7 @@ class _Member:
         self.assignment_epochs: dict[int, int] = {}
         self.rebalance_deadline: int | None = None
         self.rebalance_timeout_ms = 0
+        self.reply: ConsumerGroupHeartbeatResponse | None = None  # the last answer (immutable, reused)
         self.session = TimerTask(SESSION, group_id, member_id)
         self.rebalance = TimerTask(REBALANCE, group_id, member_id)
 
@@ -415,9 +417,16 @@ class ConsumerGroupCoordinator:
             if not owned_read:
                 owned = self._owned(request)
             self._reconcile(group, member, owned)
-        return ConsumerGroupHeartbeatResponse(
-            Errors.NONE, request.member_id, member.epoch, member.assigned_reply
-        )
+        reply = member.reply
+        if (
+            reply is None
+            or reply.member_epoch != member.epoch
+            or reply.assignment is not member.assigned_reply
+        ):
+            reply = member.reply = ConsumerGroupHeartbeatResponse(
+                Errors.NONE, member.member_id, member.epoch, member.assigned_reply
+            )
+        return reply
 
     def _topic_partitions(self, partitions: frozenset[int]) -> tuple[TopicPartition, ...]:
         topic = self._topic
