@@ -55,6 +55,7 @@ This module reimplements the rules; it imports only the plain data of `spec.grou
 from __future__ import annotations
 
 import heapq
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from spec.group.types import (
@@ -430,9 +431,12 @@ class GroupCoordinator:
     def _arm_session(self, task: TimerTask) -> None:
         self.timers.schedule(task, self.now_ms + self._session_ms)
 
-    def take_deliveries(self) -> list[Delivery]:
-        """The answers to parked requests given since the last call, in order."""
+    def take_deliveries(self) -> Sequence[Delivery]:
+        """The answers to parked requests given since the last call, in order (most calls find
+        none: then no new list is made)."""
         taken = self._outbox
+        if not taken:
+            return ()
         self._outbox = []
         return taken
 
@@ -508,6 +512,8 @@ class GroupCoordinator:
     def _set_protocols(
         self, group: _Group, member: _Member, protocols: tuple[JoinGroupRequestProtocol, ...]
     ) -> None:
+        if protocols == member.protocols:
+            return  # a rejoin with the same metadata (the usual case): nothing to recount
         support = group.support
         for name in member.names:
             support[name] -= 1
