@@ -28,6 +28,7 @@ from conformance.run import run_conformance, suites_for
 from reference.coordinator import ReferenceClassicCoordinator
 from spec.group import classic
 from spec.group.classic_scenarios import SCENARIOS
+from tests.helpers import run_cli
 
 BROKEN = "tests.conformance.broken_coordinators"
 
@@ -120,3 +121,32 @@ def test_targets_and_suites() -> None:
         make_coordinator("conformance.coordinator_sut:CoordinatorSettings", CoordinatorSettings())
     with pytest.raises(ValueError, match="unknown conformance target"):
         run_conformance("nonsense", examples=1, suite="coordinator")
+
+
+@pytest.mark.parametrize(
+    ("target", "says"),
+    [
+        (f"{BROKEN}:NoSuchFactory", "has no callable 'NoSuchFactory'"),
+        ("conformance.coordinator_sut:CoordinatorSettings", "not a ClassicCoordinatorUnderTest"),
+        ("no_such_module:factory", "cannot import 'no_such_module'"),
+    ],
+)
+def test_a_bad_target_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], target: str, says: str
+) -> None:
+    code, out, err = run_cli(
+        capsys, "conformance", "--target", target, "--suite", "coordinator", "--examples", "1"
+    )
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1 and says in err, err
+
+
+def test_the_cli_reports_a_divergence_with_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
+    broken = f"{BROKEN}:OffsetsNeverExpire"
+    code, out, _ = run_cli(
+        capsys, "conformance", "--target", broken, "--suite", "coordinator-exhaustive", "--depth", "4"
+    )
+    assert code == 1
+    assert "coordinator-exhaustive suite: DIVERGES from the reference" in out
+    assert "ExpireOffsets(g0)" in out
