@@ -11,10 +11,17 @@ What it is
     offset retention).
 
 Which commands
-    Requests are built from the reference's state, so most of them mean something: a
+    Each command is three drawn numbers (group, kind, a small seed for the details:
+    `build_command`), so a failure shrinks by deleting commands, down to its minimal
+    sequence. Half the commands are the next step of a well-behaved member
+    (`draw_progress`: the JoinGroups a rebalance waits for, the leader's SyncGroup, the
+    SyncGroups still due, heartbeats and commits under the current generation, a new member
+    or a rejoining leader), so whole rebalances happen and the states after them (replaced
+    assignments, re-elected leaders) are reached. The other half are of a kind drawn from the
+    test case's swarm, built from the reference's state so most of them mean something: a
     member rejoins with its own id and metadata (or new metadata, which rebalances), the
     leader syncs with an assignment of the group's members, a member commits under its
-    generation. About a third are near misses, one field off: a generation one behind or
+    generation. About a third of those are near misses, one field off: a generation one behind or
     ahead, a member id that was removed or never handed out, another member's
     `group.instance.id`, a protocol name the group did not select, a commit from outside the
     group while it has members, a timer for a member that is parked. Requests in the "wrong"
