@@ -20,19 +20,24 @@ from typing import Any
 
 from spec import partition, partition_scenarios
 from spec import replication_with_controller as composed
+from spec import replication_with_zk_controller as zk_composed
+from spec._frozen import replace
 from spec.checker import Model
 from spec.controller.kraft_alter_partition import AlterPartitionRule
 from spec.controller.kraft_partitions import NO_LEADER
 from spec.machines import Machine, Scenario, Setting, parse_choice, parse_count
+from spec.partition import PartitionState
 from spec.partition_view import describe_state as describe_partition_state
 from spec.partition_view import explain as explain_partition
 from spec.partition_view import state_json as partition_state_json
-from spec.replication_with_controller import Action, ComposedConfig, ComposedState, ControllerGeneration
-from spec.types import Acks, TruncationRule
+from spec.replication_with_controller import ComposedConfig, ComposedState, ControllerGeneration
+from spec.replication_with_zk_controller import ZkComposedState
 
 SETTINGS: Mapping[str, Setting] = {
     **partition_scenarios.SETTINGS,
-    "controller": Setting("controller", parse_choice(ControllerGeneration), "kraft (zk is not composed yet)"),
+    "controller": Setting(
+        "controller", parse_choice(ControllerGeneration), "kraft or zk (the controller generation)"
+    ),
     "alter.partition": Setting(
         "alter_partition",
         parse_choice(AlterPartitionRule),
@@ -47,8 +52,17 @@ SETTINGS: Mapping[str, Setting] = {
 
 def model_for(
     config: ComposedConfig, invariants: tuple[str, ...], witnesses: tuple[str, ...] = ()
-) -> Model[ComposedState, Action]:
-    """The checker's view of the composition under `config`."""
+) -> Model[Any, Any]:
+    """The checker's view of the composition with the controller generation `config` names."""
+    if config.controller is ControllerGeneration.ZK:
+        return Model(
+            initial_states=(zk_composed.initial_state(config),),
+            candidate_actions=partial(zk_composed.candidate_actions, config),
+            step=partial(zk_composed.step, config),
+            invariants={name: zk_composed.INVARIANTS[name] for name in invariants},
+            step_properties=zk_composed.STEP_PROPERTIES,
+            witnesses={name: zk_composed.WITNESSES[name] for name in witnesses},
+        )
     return Model(
         initial_states=(composed.initial_state(config),),
         candidate_actions=partial(composed.candidate_actions, config),
@@ -61,19 +75,25 @@ def model_for(
 
 
 def validate(config: ComposedConfig) -> str | None:
-    """Why a configuration is inconsistent (or asks for what is not composed), or None."""
-    if config.controller is not ControllerGeneration.KRAFT:
-        return "controller=zk: the ZooKeeper-era controller is not composed with replication yet (use kraft)"
+    """Why a configuration is inconsistent, or None."""
     return partition_scenarios.validate(composed.partition_config(config))
+
+
+def _as_partition_state(state: ComposedState | ZkComposedState) -> PartitionState:
+    if isinstance(state, ZkComposedState):
+        return zk_composed.as_partition_state(state)
+    return composed.as_partition_state(state)
 
 
 def _format_set(members: frozenset[int]) -> str:
     return "{" + ",".join(str(member) for member in sorted(members)) + "}"
 
 
-def describe_state(state: ComposedState) -> Sequence[str]:
-    """The controller's registration, each broker's registration and metadata position, in
-    flight AlterPartitions, then the partition spec's replica and client lines."""
+def describe_state(state: ComposedState | ZkComposedState) -> Sequence[str]:
+    """The controller's state, each broker's registration and what is in flight to it,
+    then the partition spec's replica and client lines."""
+    if isinstance(state, ZkComposedState):
+        return _describe_zk_state(state)
     controller = state.controller
     registration = controller.partition
     leader = registration.leader if registration.leader != NO_LEADER else "none (offline)"
@@ -103,10 +123,38 @@ def describe_state(state: ComposedState) -> Sequence[str]:
     return lines
 
 
-def state_json(state: ComposedState) -> Any:
-    """The partition spec's JSON view, with the controller's registration and the brokers'
-    metadata positions."""
-    value = partition_state_json(composed.as_partition_state(state))
+def _describe_zk_state(state: ZkComposedState) -> Sequence[str]:
+    znode = state.zk.partition
+    assert znode is not None
+    leader = znode.leader if znode.leader != NO_LEADER else "none (offline)"
+    events = "".join(f"  event {event.name} pending" for event in sorted(state.events))
+    cached = state.cached
+    lines = [
+        f"zookeeper: leader {leader}  leader epoch {znode.leader_epoch}  ISR "
+        f"{_format_set(frozenset(znode.isr))}  zkVersion {znode.zk_version}",
+        f"controller: live brokers {dict(state.live)}  cached leader epoch {cached.leader_epoch}  cached ISR "
+        f"{_format_set(frozenset(cached.isr))}{events}",
+    ]
+    for broker_id, channel in enumerate(state.channels):
+        session = state.zk.sessions[broker_id]
+        parts = [f"broker {broker_id}: session {session if session else 'none'}"]
+        parts.append(f"knows zkVersion {state.zk_versions[broker_id]}")
+        if channel:
+            requests = ", ".join(
+                f"leader {request.leader} epoch {request.leader_epoch}" for request in channel
+            )
+            parts.append(f"(LeaderAndIsr in flight: {requests})")
+        lines.append("  ".join(parts))
+    lines += list(describe_partition_state(zk_composed.as_partition_state(state)))[1:]
+    return lines
+
+
+def state_json(state: ComposedState | ZkComposedState) -> Any:
+    """The partition spec's JSON view, with the controller's side."""
+    value = partition_state_json(_as_partition_state(state))
+    if isinstance(state, ZkComposedState):
+        value["zookeeper"] = {"sessions": list(state.zk.sessions), "zk_versions": list(state.zk_versions)}
+        return value
     registration = state.controller.partition
     value["controller"] = {
         "leader": registration.leader if registration.leader != NO_LEADER else None,
@@ -126,17 +174,18 @@ def state_json(state: ComposedState) -> Any:
     return value
 
 
-def explain(property_name: str, state: ComposedState) -> str:
+def explain(property_name: str, state: ComposedState | ZkComposedState) -> str:
     """Why `property_name` fails in `state`, in one sentence."""
-    if property_name in composed.INVARIANTS and property_name not in partition.INVARIANTS:
-        description = (composed.INVARIANTS[property_name].__doc__ or property_name).split(".")[0]
+    if property_name not in partition.INVARIANTS:
+        module: Any = zk_composed if isinstance(state, ZkComposedState) else composed
+        description = (module.INVARIANTS[property_name].__doc__ or property_name).split(".")[0]
         return f"this state breaks: {' '.join(description.split())}"
-    return explain_partition(property_name, composed.as_partition_state(state))
+    return explain_partition(property_name, _as_partition_state(state))
 
 
-REPLICATION_WITH_CONTROLLER: Machine[ComposedConfig, ComposedState, Action] = Machine(
+REPLICATION_WITH_CONTROLLER: Machine[ComposedConfig, Any, Any] = Machine(
     name="replication-with-controller",
-    title="one replicated partition whose leadership and ISR come from the KRaft controller",
+    title="one replicated partition whose leadership and ISR come from the real controller (KRaft or ZK)",
     settings=SETTINGS,
     model=model_for,
     describe_state=describe_state,
@@ -145,10 +194,14 @@ REPLICATION_WITH_CONTROLLER: Machine[ComposedConfig, ComposedState, Action] = Ma
     explain=explain,
     modules=(
         "spec.replication_with_controller",
+        "spec.replication_with_zk_controller",
         "spec.partition",
         "spec.controller.kraft_partitions",
         "spec.controller.kraft_alter_partition",
         "spec.controller.kraft_brokers",
+        "spec.controller.zookeeper",
+        "spec.controller.zk_requests",
+        "spec.controller.zk_states",
     ),
 )
 
@@ -197,28 +250,31 @@ _TIGHTER: Mapping[str, tuple[dict[str, Any], int, str]] = {
 """Per partition scenario: the bounds the composition tightens to stay fast, and why."""
 
 
-_GLUE = ("maximal_isr_covers_controller_isr", "leader_not_fenced")
+_GLUE = ("maximal_isr_covers_controller_isr",)
 """The composition's own invariants, checked by every scenario that expects no violation."""
 
 
-def _composed(name: str) -> Scenario[ComposedConfig]:
+def _composed(name: str, generation: ControllerGeneration) -> Scenario[ComposedConfig]:
     original = _ORIGINALS[name]
     bounds, depth, note = _TIGHTER[name]
-    summary = f"{original.summary} (KRaft controller{'; ' + note if note else ''})"
+    title = "KRaft controller" if generation is ControllerGeneration.KRAFT else "ZooKeeper-era controller"
+    reference = "KIP-631, KIP-497" if generation is ControllerGeneration.KRAFT else "KIP-380, KAFKA-2729"
     return Scenario(
         machine=REPLICATION_WITH_CONTROLLER,
-        name=f"{name}-on-kraft",
-        summary=summary,
-        config=_kraft_config(original.config, **bounds),
+        name=f"{name}-on-{generation.value}",
+        summary=f"{original.summary} ({title}{'; ' + note if note else ''})",
+        config=replace(_kraft_config(original.config, **bounds), controller=generation),
         invariants=original.invariants if original.expect_violation else (*original.invariants, *_GLUE),
         expect_violation=original.expect_violation,
         witnesses=original.witnesses,
-        reference=f"{original.reference}; KIP-631, KIP-497",
+        reference=f"{original.reference}; {reference}",
         max_depth=depth,
     )
 
 
-SCENARIOS: tuple[Scenario[ComposedConfig], ...] = tuple(_composed(name) for name in _TIGHTER)
-"""Every replication scenario, on the partition composed with the KRaft controller."""
+SCENARIOS: tuple[Scenario[ComposedConfig], ...] = tuple(
+    _composed(name, generation) for generation in ControllerGeneration for name in _TIGHTER
+)
+"""Every replication scenario, on the partition composed with each controller generation."""
 
-__all__ = ["REPLICATION_WITH_CONTROLLER", "SCENARIOS", "Acks", "TruncationRule"]
+__all__ = ["REPLICATION_WITH_CONTROLLER", "SCENARIOS"]
