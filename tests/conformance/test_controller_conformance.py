@@ -39,8 +39,8 @@ def test_the_targets_implement_the_protocol() -> None:
 @pytest.mark.parametrize(
     ("factory", "divergence"),
     [
-        pytest.param("AcceptsStalePartitionEpoch", "AlterPartitionRequest(", marks=pytest.mark.slow),
-        pytest.param("ElectsFencedBrokers", "leader", marks=pytest.mark.slow),
+        ("AcceptsStalePartitionEpoch", "AlterPartitionRequest("),
+        ("ElectsFencedBrokers", "leader"),
         ("ForgetsExpiredSessions", "after ExpireSession("),
     ],
 )
