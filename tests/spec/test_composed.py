@@ -11,6 +11,8 @@ import pytest
 
 from spec import partition, partition_scenarios
 from spec import replication_with_controller as composed
+from spec import replication_with_zk_controller as zk_composed
+from spec._frozen import replace
 from spec.checker import Model, check
 from spec.composed_scenarios import REPLICATION_WITH_CONTROLLER, SCENARIOS, model_for
 from spec.controller.kraft import (
@@ -81,13 +83,16 @@ def _transitions(config: ComposedConfig, depth: int) -> Iterator[tuple[ComposedS
 
 def test_every_replication_scenario_is_composed_with_the_same_question():
     originals = {scenario.name: scenario for scenario in partition_scenarios.SCENARIOS}
-    assert [scenario.name for scenario in SCENARIOS] == [f"{name}-on-kraft" for name in originals]
+    assert [scenario.name for scenario in SCENARIOS] == [
+        f"{name}-on-{generation}" for generation in ("kraft", "zk") for name in originals
+    ]
     for scenario in SCENARIOS:
-        original = originals[scenario.name.removesuffix("-on-kraft")]
+        name, _, generation = scenario.name.rpartition("-on-")
+        original = originals[name]
+        assert scenario.config.controller is composed.ControllerGeneration(generation)
         assert scenario.expect_violation == original.expect_violation
         assert set(original.invariants) <= set(scenario.invariants)
         assert scenario.witnesses == original.witnesses
-        assert scenario.config.controller is composed.ControllerGeneration.KRAFT
         assert scenario.config.truncation is original.config.truncation
         assert scenario.config.unclean_leader_election == original.config.unclean_leader_election
         assert scenario.config.producer_acks == original.config.producer_acks
@@ -100,6 +105,11 @@ FAST_COUNTEREXAMPLES = [
     ("unclean-election-loss-on-kraft", 8),
     ("acks-all-single-isr-on-kraft", 10),
     ("hw-truncation-loss-on-kraft", 11),
+    ("acks1-loss-on-zk", 3),
+    ("unclean-election-loss-on-zk", 7),
+    ("acks-all-single-isr-on-zk", 9),
+    ("hw-truncation-loss-on-zk", 13),
+    ("hw-truncation-divergence-on-zk", 15),
 ]
 
 
@@ -146,10 +156,16 @@ def test_acks1_loss_on_kraft_is_a_zombie_leader_demoted_by_replay():
     ]
 
 
-def test_the_zk_controller_is_refused_with_a_reason():
-    scenario = BY_NAME["clean-election-on-kraft"]
-    with pytest.raises(ConfigError, match="zk"):
-        REPLICATION_WITH_CONTROLLER.apply_overrides(scenario.config, {"controller": "zk"})
+def test_the_controller_generation_is_a_setting():
+    scenario = BY_NAME["acks1-loss-on-kraft"]
+    outcome = run_scenario(scenario, overrides={"controller": "zk"})
+    assert outcome.config.controller is composed.ControllerGeneration.ZK
+    violation = outcome.result.violation
+    assert violation is not None
+    assert isinstance(violation.trace[-1].state, zk_composed.ZkComposedState)
+    assert type(violation.trace[-1].action).__name__ == "BrokerReceiveLeaderAndIsr"
+    with pytest.raises(ConfigError, match="controller"):
+        REPLICATION_WITH_CONTROLLER.apply_overrides(scenario.config, {"controller": "raft"})
     updated = REPLICATION_WITH_CONTROLLER.apply_overrides(scenario.config, {"max.alter.partitions": "1"})
     assert updated.max_alter_partitions == 1
 
@@ -295,3 +311,98 @@ def test_the_canonical_key_merges_states_without_changing_the_outcome():
     assert merged.violation is not None and unmerged.violation is not None
     assert len(merged.violation.trace) == len(unmerged.violation.trace)
     assert merged.distinct_states < unmerged.distinct_states
+
+
+# --- the ZooKeeper-era glue --------------------------------------------------------------
+
+
+def _zk_transitions(
+    config: ComposedConfig, depth: int
+) -> Iterator[tuple[zk_composed.ZkComposedState, object, zk_composed.ZkComposedState]]:
+    start = zk_composed.initial_state(config)
+    seen = {start}
+    frontier = deque([(start, 0)])
+    while frontier:
+        state, level = frontier.popleft()
+        if level == depth:
+            continue
+        for action in zk_composed.candidate_actions(config, state):
+            after = zk_composed.step(config, state, action)
+            if after is None:
+                continue
+            yield state, action, after
+            if after not in seen:
+                seen.add(after)
+                frontier.append((after, level + 1))
+
+
+ZK = ComposedConfig(controller=composed.ControllerGeneration.ZK, max_records=1, max_leader_moves=1)
+
+
+def test_zk_leadership_reaches_a_replica_only_through_a_leader_and_isr_request():
+    """No step but BrokerReceiveLeaderAndIsr changes a live replica's leader epoch, role or
+    leader; the state znode's leader epoch changes only by the controller's writes."""
+    accepted = 0
+    for before, action, after in _zk_transitions(ZK, depth=9):
+        old_znode, new_znode = before.zk.partition, after.zk.partition
+        assert old_znode is not None and new_znode is not None
+        if new_znode.leader_epoch != old_znode.leader_epoch:
+            assert isinstance(action, (zk_composed.ControllerHandleBrokerChange, ControllerMoveLeadership))
+        for old, new in zip(before.replicas, after.replicas, strict=True):
+            if (
+                old.alive
+                and new.alive
+                and (old.leader_epoch, old.role, old.leader)
+                != (
+                    new.leader_epoch,
+                    new.role,
+                    new.leader,
+                )
+            ):
+                assert isinstance(action, zk_composed.BrokerReceiveLeaderAndIsr), action
+                accepted += 1
+    assert accepted > 0
+
+
+def test_zk_isr_changes_are_conditional_writes_the_controller_sees_later():
+    state = zk_composed.initial_state(ZK)
+    for action in (
+        ProducerSend(ReplicaId(0), Acks.ALL),
+        ClockTick(),
+        LeaderShrinkIsr(ReplicaId(0), ReplicaId(1)),
+    ):
+        after = zk_composed.step(ZK, state, action)
+        assert after is not None, action
+        state = after
+    znode = state.zk.partition
+    assert znode is not None and znode.isr == (0,) and znode.zk_version == 1 and znode.leader_epoch == 0
+    assert state.zk_versions[0] == 1
+    assert state.cached.isr == (0, 1)  # the controller has not handled the notification yet
+    assert state.history.committed == frozenset({(0, 0)})
+    refreshed = zk_composed.step(ZK, state, zk_composed.ControllerHandleIsrChange())
+    assert refreshed is not None and refreshed.cached == znode
+
+
+def test_zk_a_leader_with_a_stale_zk_version_cannot_change_the_isr():
+    """KAFKA-2729: the shrink is refused (BADVERSION) while the leader's zkVersion is stale."""
+    state = zk_composed.initial_state(ZK)
+    state = replace(state, zk_versions=(7, 0))
+    for action in (ProducerSend(ReplicaId(0), Acks.ALL), ClockTick()):
+        after = zk_composed.step(ZK, state, action)
+        assert after is not None
+        state = after
+    assert zk_composed.step(ZK, state, LeaderShrinkIsr(ReplicaId(0), ReplicaId(1))) is None
+
+
+def test_zk_a_crash_is_seen_only_after_the_session_expires():
+    state = zk_composed.initial_state(ZK)
+    crashed = zk_composed.step(ZK, state, BrokerCrash(ReplicaId(0), 0))
+    assert crashed is not None and crashed.zk == state.zk and not crashed.events
+    expired = zk_composed.step(ZK, crashed, zk_composed.SessionExpire(0))
+    assert expired is not None and expired.zk.partition == state.zk.partition
+    handled = zk_composed.step(ZK, expired, zk_composed.ControllerHandleBrokerChange())
+    assert handled is not None
+    znode = handled.zk.partition
+    assert znode is not None and (znode.leader, znode.leader_epoch, znode.isr) == (1, 1, (1,))
+    assert [request.leader for request in handled.channels[1]] == [1]
+    assert handled.replicas[1].role is Role.FOLLOWER  # until it accepts the request
