@@ -1,15 +1,22 @@
 """The replication scenarios again, with leadership and the ISR coming from the real controller.
 
-Each scenario of `spec.partition_scenarios` is re-run on `spec.replication_with_controller`,
-the replicated partition composed with the KRaft controller (`controller=kraft`): same Kafka
-settings, same properties, same expected outcome. What changes is how leadership and the ISR
-travel: a broker becomes leader or follower only by replaying the metadata log, the ISR
-changes only through AlterPartition, and the controller learns of a crash only when the
-broker's session expires. Counterexamples are therefore longer (a failover is a crash, a
-fence and a replay instead of a crash and a LeaderAndIsr), and the state spaces larger; the
-bounds each scenario tightens to stay fast are named in its summary.
+Each scenario of `spec.partition_scenarios` is re-run on the replicated partition composed
+with the controller of each generation: `spec.replication_with_controller` (KRaft: metadata
+log replay, AlterPartition, fencing at session expiry) and `spec.replication_with_zk_controller`
+(ZooKeeper era: LeaderAndIsr requests, conditional znode writes, BrokerChange and
+IsrChangeNotification events). Same Kafka settings, same properties, same expected outcome;
+one machine, whose `controller` setting (`kraft` or `zk`) picks the model, so
+`kafkaspec check acks1-loss-on-kraft --set controller=zk` runs the ZooKeeper-era one.
+What changes is how leadership and the ISR travel: a broker becomes leader or follower only
+by replaying a metadata record or accepting a LeaderAndIsr request, the ISR changes only
+through AlterPartition or a conditional ZooKeeper write, and the controller learns of a
+crash only when the broker's session expires. Counterexamples are therefore longer (a
+failover is a crash, a session expiry and a replay or request instead of a crash and a
+LeaderAndIsr), and the state spaces larger; the bounds a scenario tightens to stay fast are
+named in its summary (`_TIGHTER`).
 
-Names: `<partition scenario>-on-kraft` (kebab-case: scenario names are also documentation page names).
+Names: `<partition scenario>-on-kraft` and `-on-zk` (kebab-case: scenario names are also
+documentation page names).
 """
 
 from __future__ import annotations

@@ -42,9 +42,9 @@ The glue (what replaces the placeholder)
     functions only ask who the controller's leader is, to tell committed records apart).
 
 Settings
-    `controller`: `kraft` (composed here). `zk` is reserved for the ZooKeeper-era controller
-    (`spec.controller.zk_controller`), not yet composed: a configuration that asks for it is
-    refused with a message.
+    `controller`: `kraft` (this module) or `zk` (`spec.replication_with_zk_controller`, the
+    same partition under the ZooKeeper-era controller); `spec.composed_scenarios` builds the
+    model the setting names.
 
 What is abstracted (beyond `spec.partition`'s abstractions)
     The metadata log is a linearizable log (Raft is out of scope) and a broker replays all of
@@ -125,7 +125,7 @@ class ControllerGeneration(enum.Enum):
     """Which controller drives the partition."""
 
     KRAFT = "kraft"  # KIP-500/631: metadata log, broker registrations, AlterPartition
-    ZK = "zk"  # ZooKeeper-era controller: LeaderAndIsr requests, zkVersion writes (not composed yet)
+    ZK = "zk"  # ZooKeeper-era controller: LeaderAndIsr requests, zkVersion writes
 
     __hash__ = object.__hash__
 
