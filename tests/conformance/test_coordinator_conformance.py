@@ -64,7 +64,7 @@ def test_a_broken_coordinator_is_caught_with_a_short_sequence(
 ) -> None:
     # shorter sequences than a real run, so shrinking them to the minimal one is quick
     monkeypatch.setitem(conformance_run.STEPS_PER_EXAMPLE, "coordinator-machine", 20)
-    result = run_conformance(f"{BROKEN}:{factory}", examples=100, seed=0, suite="coordinator-machine")
+    result = run_conformance(f"{BROKEN}:{factory}", examples=400, seed=0, suite="coordinator-machine")
     assert not result.passed
     assert result.failure is not None
     assert divergence in result.failure
