@@ -139,6 +139,7 @@ from __future__ import annotations
 
 import enum
 import gc
+import heapq
 import json
 import math
 import operator
@@ -1812,11 +1813,19 @@ def lag_summary(lags: list[Record] | None) -> dict[str, JsonValue]:
 _NO_LAG: Final[dict[str, JsonValue]] = {"available": False, "reason": "a call has no time"}
 
 
-def _lag_record(worst: Record, by: dict[tuple[str, Key], Record]) -> dict[str, JsonValue]:
+LAG_LISTED: Final = 100
+"""Most (process, key) lags listed (the greatest; a history has processes x keys of them)."""
+
+
+def _lag_record(
+    worst: Record, by: dict[tuple[str, Key], Record], count: int | None = None
+) -> dict[str, JsonValue]:
+    kept = heapq.nsmallest(LAG_LISTED, by, key=lambda slot: (-int(str(by[slot]["max_lag"])), slot))
     return {
         "available": True,
         "worst": dict(worst),
-        "by_process_key": [by[slot] for slot in sorted(by)],
+        "by_process_key": [by[slot] for slot in sorted(kept)],
+        "by_process_key_count": len(by) if count is None else count,
         "time_unit": "the history's time field",
     }
 
@@ -1830,51 +1839,53 @@ def realtime_lag_summary(calls: Iterable[Call]) -> dict[str, JsonValue]:
         return _NO_LAG
     maxes = [_max_offsets(call) for call in ordered]
     expired = _expired_times(ordered, maxes)
-    by: dict[tuple[str, Key], Record] = {}
-    worst: Record = {"time": 0, "lag": 0}
+    greatest: dict[tuple[Process, Key], tuple[int, int]] = {}  # (process, key) -> (lag, time)
+    worst: tuple[int, int, Any, Key] | None = None  # (lag, -time, process, key)
     poll_times: dict[Process, list[int]] = {}
-    names: dict[Process, str] = {}
     # Per process: key -> (offset, index in its poll_times of the first poll at that offset).
     positions: dict[Process, dict[Key, tuple[int, int]]] = {}
+    no_times: dict[int, int] = {}
 
     def flush(process: Process, key: Key, offset: int, first: int, last: int) -> None:
+        # Called only when a poll happened at this offset (last >= first).
         nonlocal worst
-        if last < first:
-            return  # no poll at this offset
         started = poll_times[process][last]
-        known_at = expired.get(key, {}).get(offset + 1)
-        lag = 0 if known_at is None else max(0, started - known_at)
-        name = names.get(process)
-        if name is None:
-            name = names[process] = json.dumps(process, default=str)
-        slot = (name, key)
-        kept = by.get(slot)
-        if kept is None or lag > int(str(kept["max_lag"])):
-            by[slot] = {"process": process, "key": key, "max_lag": lag, "time": started}
-        if lag > int(str(worst["lag"])) or (
-            lag == int(str(worst["lag"])) and lag > 0 and started < int(str(worst["time"]))
-        ):
-            worst = {"time": started, "process": process, "key": key, "lag": lag}
+        known_at = expired.get(key, no_times).get(offset + 1)
+        lag = 0 if known_at is None or known_at > started else started - known_at
+        slot = (process, key)
+        kept = greatest.get(slot)
+        if kept is None or lag > kept[0]:
+            greatest[slot] = (lag, started)
+        if lag and (worst is None or (lag, -started) > worst[:2]):
+            worst = (lag, -started, process, key)
 
     for call, known_offsets in zip(ordered, maxes, strict=True):
         if call.outcome is not _OK:
             continue
+        f = call.f
         process = call.process
-        times = poll_times.setdefault(process, [])
-        held = positions.setdefault(process, {})
-        if call.f == "assign":
+        times = poll_times.get(process)
+        if times is None:
+            times = poll_times[process] = []
+            positions[process] = {}
+        held = positions[process]
+        if f == "assign":
             value = analysed_value(call)
-            named = {_norm_key(k) for k in value} if isinstance(value, list) else set()
-            for key in [key for key in held if key not in named]:
+            named = set(map(str, value)) if isinstance(value, list) else set()  # `_norm_key`, in C
+            last = len(times) - 1
+            for key in held.keys() - named:
                 offset, first = held.pop(key)
-                flush(process, key, offset, first, len(times) - 1)
-            for key in named:
-                held.setdefault(key, (-1, len(times)))
-        elif call.f == "subscribe":
+                if last >= first:
+                    flush(process, key, offset, first, last)
+            for key in named - held.keys():
+                held[key] = (-1, len(times))
+        elif f == "subscribe":
+            last = len(times) - 1
             for key, (offset, first) in held.items():
-                flush(process, key, offset, first, len(times) - 1)
+                if last >= first:
+                    flush(process, key, offset, first, last)
             held.clear()
-        elif call.f in ("poll", "txn"):
+        elif f in {"poll", "txn"}:
             assert call.invoke_time is not None
             times.append(call.invoke_time)
             now = len(times) - 1
@@ -1883,21 +1894,52 @@ def realtime_lag_summary(calls: Iterable[Call]) -> dict[str, JsonValue]:
                 if old is None:
                     held[key] = (seen, now)
                 elif seen > old[0]:
-                    flush(process, key, old[0], old[1], now - 1)
+                    if now - 1 >= old[1]:
+                        flush(process, key, old[0], old[1], now - 1)
                     held[key] = (seen, now)
     for process, held in positions.items():
+        last = len(poll_times[process]) - 1
         for key, (offset, first) in held.items():
-            flush(process, key, offset, first, len(poll_times[process]) - 1)
-    return _lag_record(worst, by)
+            if last >= first:
+                flush(process, key, offset, first, last)
+    by: dict[tuple[str, Key], Record] = {}
+    top = heapq.nlargest(LAG_LISTED, greatest.items(), key=lambda item: item[1][0])
+    cut = top[-1][1][0] if len(top) == LAG_LISTED else -1
+    for (process, key), (lag, started) in greatest.items():
+        if lag < cut:
+            continue  # not among the greatest: `_lag_record` drops it (the count stays exact)
+        slot = (json.dumps(process, default=str), key)
+        by[slot] = {"process": process, "key": key, "max_lag": lag, "time": started}
+    record: Record = {"time": 0, "lag": 0}
+    if worst is not None:
+        record = {"time": -worst[1], "process": worst[2], "key": worst[3], "lag": worst[0]}
+    return _lag_record(record, by, len(greatest))
 
 
 def _unseen_merge_keys(collected: _Collected) -> dict[Key, list[Any]]:
     """Keys where Jepsen's `unseen` fold counts polled values as unseen: the last `ok` data
     call polled them, and no earlier `ok` data call sent to or polled the key (nor this one
     sent to it). Values per key, sorted."""
-    data = [call for call in collected.ordered if call.outcome is _OK and call.f in DATA_FUNCTIONS]
-    if not data:
+    last = None
+    for call in reversed(collected.ordered):
+        if call.outcome is _OK and call.f in DATA_FUNCTIONS:
+            last = call
+            break
+    if last is None:
         return {}
+    writes, reads = _parse(last, None)
+    states = collected.states
+    candidates = [
+        key
+        for key, pairs in (reads or {}).items()
+        if pairs
+        and not (writes and key in writes)
+        and not states[key].ok_sent
+        and all(reader is last for reader in states[key].ok_read.values())
+    ]
+    if not candidates:
+        return {}  # an earlier ok call read or sent every key the last one polled
+    data = [call for call in collected.ordered if call.outcome is _OK and call.f in DATA_FUNCTIONS]
     touched: set[Key] = set()
     for call in data[:-1]:
         writes, reads = _parse(call, None)
