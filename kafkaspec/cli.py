@@ -426,10 +426,11 @@ def _command_started_at() -> float:
 )
 @click.option(
     "--max-seconds",
-    default="60",
+    default="inf",
     show_default=True,
     callback=_parse_positive_seconds,
-    help="Time budget of the whole verification (inf: none); parts not decided by then are unknown.",
+    help="Time budget of the whole verification (default none, as Porcupine and Knossos; --max-memory "
+    "still bounds each search); parts not decided by then are unknown.",
 )
 @click.option(
     "--max-memory",
