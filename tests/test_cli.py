@@ -119,9 +119,13 @@ def test_check_all_matches_every_expectation(capsys):
 
 
 def test_conformance_command_exit_codes(capsys):
-    code, out, _ = run_cli(capsys, "conformance", "--target", "impl", "--examples", "15", "--seed", "3")
+    code, out, _ = run_cli(
+        capsys, "conformance", "--target", "impl", "--examples", "15", "--seed", "3", "--depth", "4"
+    )
     assert code == 0, out
     assert "impl: conforms" in out
+    for suite in ("partition", "coordinator-exhaustive", "consumer-group-machine", "controller-exhaustive"):
+        assert suite in out  # every machine's suites run by default on the built-in targets
     broken = "tests.conformance.broken_targets:TruncateKeepsOneTooMany"
     code, out, _ = run_cli(
         capsys, "conformance", "--target", broken, "--examples", "100", "--seed", "1", "--json"
