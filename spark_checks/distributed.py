@@ -93,6 +93,7 @@ PIECES: Final = 10  # part = a Kafka key's part, payload = JSON list of its piec
 SUBSCRIPTIONS: Final = 11  # payload = pickled list of a range's assign/subscribe calls, to every target
 COUNTS: Final = 12  # payload = b"operations calls" of a range (the driver sums them)
 INTERNAL: Final = 13  # payload = JSON [exception type, message, stage, traceback]: a bug in a task
+WHOLE: Final = 14  # part = CYCLES_PART, payload = pickled list of a range's data calls' fields
 
 TRANSACTIONS: Final = "transactions"
 
@@ -604,7 +605,9 @@ def _kafka_range_rows(
     in an ERROR row."""
     pieces: dict[str, list[bytes]] = {}  # key -> its pieces in this window, each as JSON
     subscriptions: list[list[Any]] = []
-    whole: list[bytes] = []  # every data call, for the cycle part
+    # Every data call, for the whole-history part: their fields, pickled once per range at the
+    # end (`_pack`: trusted, exact; a JSON text per call cost more than the part's check).
+    whole: list[list[Any]] = []
     packed: list[tuple[str, bytes]] = []
     window = _WINDOW_CALLS
     try:
@@ -616,7 +619,7 @@ def _kafka_range_rows(
                 pieces.clear()
             if completion is not None and _fast_pieces(invocation, completion, pieces):
                 if cycles:
-                    whole.append(encode_call(_call(invocation, completion)))
+                    whole.append(_call_fields(_call(invocation, completion)))
                 continue
             call = _open_call(invocation) if completion is None else _call(invocation, completion)
             f = call.f
@@ -633,7 +636,7 @@ def _kafka_range_rows(
                     fields.append(1)
                 _add_piece(pieces, key, fields)
             if cycles and f in kafka_checker.DATA_FUNCTIONS:
-                whole.append(encode_call(call))
+                whole.append(_call_fields(call))
         packed.extend((key, _join_pieces(entries)) for key, entries in pieces.items())
         pieces.clear()
         rows: list[Row] = []
@@ -653,9 +656,7 @@ def _kafka_range_rows(
         return True
     yield from rows
     if whole:
-        target = target_of(CYCLES_PART, targets)
-        for payload in whole:
-            yield target, PIECE, CYCLES_PART, payload
+        yield target_of(CYCLES_PART, targets), WHOLE, CYCLES_PART, _pack(whole)
     return False
 
 
@@ -786,6 +787,7 @@ def check_rows(
     parts: dict[str, list[bytes]] = defaultdict(list)
     blobs: dict[str, list[bytes]] = defaultdict(list)
     multi_info: dict[str, list[bytes]] = defaultdict(list)
+    whole: dict[str, list[bytes]] = defaultdict(list)
     subscriptions: dict[int, Call] = {}
     out: list[OutRow] = []
     orphans: set[bytes] = set()
@@ -795,6 +797,8 @@ def check_rows(
             blobs[part].append(payload)
         elif kind == PIECE:
             parts[part].append(payload)
+        elif kind == WHOLE:
+            whole[part].append(payload)
         elif kind == MULTI_INFO_PIECE:
             parts[part].append(payload)
             multi_info[part].append(payload)
@@ -819,7 +823,7 @@ def check_rows(
     if any(kind in (ERROR, INTERNAL) for kind, _ in out):
         return out
     try:
-        calls = _Parts(parts, blobs, multi_info)
+        calls = _Parts(parts, blobs, multi_info, whole)
         out.extend(_check_parts(plan, calls, list(subscriptions.values()), committed, on_part))
     except (HistoryError, ValueError) as error:
         out.append((ERROR, _error_payload(error)))
@@ -835,17 +839,21 @@ class _Parts:
         single: dict[str, list[bytes]],
         blobs: dict[str, list[bytes]],
         multi_info: dict[str, list[bytes]],
+        whole: dict[str, list[bytes]] | None = None,
     ) -> None:
         self.single = single  # part -> one encoded call each (`encode_call`)
+        self.whole = whole or {}  # the whole-history part -> pickled lists of call fields (WHOLE)
         self.blobs = blobs  # Kafka part -> lists of pieces (`_piece_fields`)
         self.multi_info = multi_info  # part -> its MULTI_INFO_PIECE calls, encoded
 
     def names(self) -> list[str]:
-        return sorted(self.single.keys() | self.blobs.keys())
+        return sorted(self.single.keys() | self.blobs.keys() | self.whole.keys())
 
     def take(self, part: str) -> tuple[list[Call], set[int]]:
         """The part's calls, and the invocation indices of its multi-key info calls."""
         calls = [decode_call(payload) for payload in self.single.pop(part, ())]
+        for payload in self.whole.pop(part, ()):
+            calls.extend(_call_from_fields(fields) for fields in _unpack(payload))
         several = {decode_call(payload).invoke_index for payload in self.multi_info.get(part, ())}
         blobs = self.blobs.pop(part, ())
         if blobs:
