@@ -1798,7 +1798,8 @@ def lag_summary(lags: list[Record] | None) -> dict[str, JsonValue]:
     if lags is None:
         return _NO_LAG
     by: dict[tuple[str, Key], Record] = {}
-    worst: Record = {"time": 0, "lag": 0}
+    # `util/max-by`: the first greatest; `{:time 0 :lag 0}` only when there is no lag at all.
+    worst: Record = dict(lags[0]) if lags else {"time": 0, "lag": 0}
     for lag in lags:
         value = int(str(lag["lag"]))
         if value > int(str(worst["lag"])):
@@ -1845,6 +1846,7 @@ def realtime_lag_summary(calls: Iterable[Call]) -> dict[str, JsonValue]:
     # Per process: key -> (offset, index in its poll_times of the first poll at that offset).
     positions: dict[Process, dict[Key, tuple[int, int]]] = {}
     no_times: dict[int, int] = {}
+    first_lag: Record | None = None  # the first (poll, key) lag, Jepsen's worst when all are 0
 
     def flush(process: Process, key: Key, offset: int, first: int, last: int) -> None:
         # Called only when a poll happened at this offset (last >= first).
@@ -1897,6 +1899,8 @@ def realtime_lag_summary(calls: Iterable[Call]) -> dict[str, JsonValue]:
                     if now - 1 >= old[1]:
                         flush(process, key, old[0], old[1], now - 1)
                     held[key] = (seen, now)
+            if first_lag is None and held:
+                first_lag = {"time": call.invoke_time, "process": process, "key": next(iter(held)), "lag": 0}
     for process, held in positions.items():
         last = len(poll_times[process]) - 1
         for key, (offset, first) in held.items():
@@ -1910,7 +1914,7 @@ def realtime_lag_summary(calls: Iterable[Call]) -> dict[str, JsonValue]:
             continue  # not among the greatest: `_lag_record` drops it (the count stays exact)
         slot = (json.dumps(process, default=str), key)
         by[slot] = {"process": process, "key": key, "max_lag": lag, "time": started}
-    record: Record = {"time": 0, "lag": 0}
+    record: Record = first_lag if first_lag is not None else {"time": 0, "lag": 0}
     if worst is not None:
         record = {"time": -worst[1], "process": worst[2], "key": worst[3], "lag": worst[0]}
     return _lag_record(record, by, len(greatest))

@@ -832,3 +832,15 @@ def test_verify_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     write_jsonl(path, nonmonotonic_poll_history(("assign", ["x", "y"])))
     assert run()[0] == 1
     assert run("--sub-via", "subscribe")[0] == 0
+
+
+def test_worst_lag_is_the_first_when_every_lag_is_zero() -> None:
+    # Jepsen's `worst-realtime-lag` is `util/max-by`: the first of equal lags, and
+    # {:time 0 :lag 0} only when no poll gave a lag.
+    calls = unseen_merge_history().calls()
+    lags = realtime_lags(calls)
+    assert lags is not None and {r["lag"] for r in lags} == {0}
+    expected = {"time": 4, "process": 2, "key": "y", "lag": 0}
+    assert lag_summary(lags)["worst"] == expected
+    assert realtime_lag_summary(calls)["worst"] == expected
+    assert realtime_lag_summary([])["worst"] == {"time": 0, "lag": 0}
