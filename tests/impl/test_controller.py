@@ -160,3 +160,37 @@ def test_the_impl_agrees_with_the_reference_on_a_random_workload() -> None:
                 answers.append(controller.alter_partition(argument))
         assert answers[0] == answers[1], (kind, argument)
         assert impl.observe() == reference.observe(), (kind, argument)
+
+
+def test_a_change_shared_by_many_partitions_takes_one_offset_per_partition() -> None:
+    """Partitions of the same shape share one change entry in the batch (`SharedPartitionChange`);
+    the log, the broker epochs and the image must be as if each had its own record."""
+    impl, reference = KRaftController(SETTINGS), ReferenceController(SETTINGS)
+    shapes = [(0, 1, 2)] * 20 + [(0, 1, 3)] * 7 + [(3, 0, 1)] + [(1, 2, 3)] * 4
+    for controller in (impl, reference):
+        for broker_id in range(4):
+            controller.register_broker(BrokerRegistrationRequest(broker_id, 0))
+        for broker_id in range(4):
+            controller.heartbeat(BrokerHeartbeatRequest(broker_id, broker_id, 3))
+        for partition_id, replicas in enumerate(shapes):
+            controller.create_partition(CreatePartitionRequest(partition_id, replicas))
+    log_end = impl.log_end
+    batches = impl.batches
+    for controller in (impl, reference):
+        controller.expire_session(0)  # 28 partitions change (3 shapes), then the fence record
+    assert impl.log_end == log_end + 28 + 1
+    assert impl.batches == batches + 1
+    assert impl.observe() == reference.observe()
+    # An unclean restart of a broker in many ISRs and ELRs: its epoch is the offset after every
+    # change of its batch.
+    for controller in (impl, reference):
+        controller.expire_session(1)
+    log_end = impl.log_end
+    answers = [
+        controller.register_broker(BrokerRegistrationRequest(1, 1)) for controller in (impl, reference)
+    ]
+    assert answers[0] == answers[1]
+    assert answers[0].broker_epoch == impl.log_end - 1 > log_end + 1
+    assert impl.observe() == reference.observe()
+    updates = impl.take_broker_updates()
+    assert updates[2] == tuple(range(20)) + tuple(range(28, 32))
