@@ -47,7 +47,9 @@ A target that escapes
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as fixed_seed
@@ -195,33 +197,56 @@ def run_conformance(
     )
 
 
+_MACHINES: tuple[tuple[str, Callable[[str, float], type[RuleBasedStateMachine]]], ...] = (
+    ("log", machine_for),
+    ("coordinator", coordinator_machine_for),
+    ("controller", controller_machine_for),
+    ("consumer-group", consumer_group_machine_for),
+)
+"""The state machine of each interface, by the suite name's prefix (the partition's otherwise)."""
+
+
 def _machine(suite: str, target: str, command_seconds: float) -> type[RuleBasedStateMachine]:
     """The state machine a suite drives `target` with (the exhaustive suites replay paths
     through one too)."""
-    if suite == "log":
-        return machine_for(target, command_seconds)
-    if suite.startswith("coordinator"):
-        return coordinator_machine_for(target, command_seconds)
-    if suite.startswith("controller"):
-        return controller_machine_for(target, command_seconds)
-    if suite.startswith("consumer-group"):
-        return consumer_group_machine_for(target, command_seconds)
+    for prefix, machine_for_target in _MACHINES:
+        if suite.startswith(prefix):
+            return machine_for_target(target, command_seconds)
     return partition_machine_for(target, command_seconds)
+
+
+class _ExhaustiveOutcome(Protocol):
+    """What every exhaustive suite's result says (each suite's own result class has more)."""
+
+    @property
+    def passed(self) -> bool: ...
+    @property
+    def failure(self) -> str | None: ...
+    @property
+    def seconds(self) -> float: ...
+
+
+_EXHAUSTIVE_RUNS: Mapping[str, Callable[[str, int, float], _ExhaustiveOutcome]] = {
+    "exhaustive": lambda target, depth, seconds: run_exhaustive(target, depth, command_seconds=seconds),
+    "coordinator-exhaustive": lambda target, depth, seconds: coordinator_exhaustive.run_exhaustive(
+        target, depth, command_seconds=seconds
+    ),
+    "controller-exhaustive": lambda target, depth, seconds: controller_exhaustive.run_exhaustive(
+        target, depth, command_seconds=seconds
+    ),
+    "consumer-group-exhaustive": lambda target, depth, seconds: consumer_group_exhaustive.run_exhaustive(
+        target, depth, command_seconds=seconds
+    ),
+}
+"""Each exhaustive suite's run: (target, depth, seconds per command) -> its result."""
 
 
 def _run_exhaustive(
     target: str, depth: int, command_seconds: float, suite: str = "exhaustive"
 ) -> SuiteResult:
     started = time.perf_counter()
-    run = coordinator_exhaustive.run_exhaustive if suite == "coordinator-exhaustive" else run_exhaustive
     try:
-        if suite == "controller-exhaustive":
-            outcome = controller_exhaustive.run_exhaustive(target, depth, command_seconds=command_seconds)
-            return SuiteResult(suite, outcome.passed, outcome.failure, outcome.seconds)
-        if suite == "consumer-group-exhaustive":
-            found = consumer_group_exhaustive.run_exhaustive(target, depth, command_seconds=command_seconds)
-            return SuiteResult(suite, found.passed, found.failure, found.seconds)
-        result = run(target, depth, command_seconds=command_seconds)
+        result = _EXHAUSTIVE_RUNS[suite](target, depth, command_seconds)
     except TargetHungError as hung:
         return SuiteResult(suite, False, str(hung), time.perf_counter() - started)
     return SuiteResult(suite, result.passed, result.failure, result.seconds)
