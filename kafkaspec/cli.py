@@ -22,14 +22,13 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kafkaspec import render
 from spark_checks.checking import MODEL_NAMES, Budget
 from spark_checks.engine import ENGINES, HistoryReport, VerifyOptions, choose_engine, verify_history
 from spark_checks.history import HistoryError, Operation, Whereabouts
@@ -53,18 +52,9 @@ from spark_checks.report import (
     write_report,
 )
 from spark_checks.spark_session import spark_session
-from spec.checker import default_workers
-from spec.machines import plain
-from spec.scenarios import (
-    SCENARIOS,
-    SCENARIOS_BY_NAME,
-    ConfigError,
-    Scenario,
-    ScenarioOutcome,
-    check_overrides,
-    override_keys,
-    run_scenario,
-)
+
+if TYPE_CHECKING:
+    from spec.scenarios import Scenario, ScenarioOutcome
 
 EXIT_OK = 0
 EXIT_VIOLATION = 1
@@ -151,6 +141,9 @@ def cli(context: click.Context, debug: bool) -> None:
 
 
 def _known_scenarios(names: Sequence[str]) -> list[Scenario[Any]]:
+    # spec.scenarios loads every state machine (~0.25 s): only scenarios and check need it
+    from spec.scenarios import SCENARIOS_BY_NAME
+
     unknown = [name for name in names if name not in SCENARIOS_BY_NAME]
     if unknown:
         raise UsageProblem(f"unknown scenario {unknown[0]!r} (known: {', '.join(SCENARIOS_BY_NAME)})")
@@ -158,6 +151,8 @@ def _known_scenarios(names: Sequence[str]) -> list[Scenario[Any]]:
 
 
 def _scenario_json(scenario: Scenario[Any]) -> dict[str, Any]:
+    from spec.machines import plain  # loaded with the scenarios anyway: see _known_scenarios
+
     return {
         "name": scenario.name,
         "machine": scenario.machine.name,
@@ -177,6 +172,8 @@ def _scenario_json(scenario: Scenario[Any]) -> dict[str, Any]:
 def scenarios_command(names: tuple[str, ...], as_json: bool) -> None:
     """List the named scenarios (expected outcome, what each shows), or show the named ones
     in full: configuration, depth bound, checked properties, witnesses."""
+    from spec.scenarios import SCENARIOS, override_keys  # every state machine: see _known_scenarios
+
     chosen = _known_scenarios(names) if names else list(SCENARIOS)
     if as_json:
         document = {
@@ -207,6 +204,8 @@ def scenarios_command(names: tuple[str, ...], as_json: bool) -> None:
 
 def _print_scenario(console: Console, scenario: Scenario[Any]) -> None:
     """One scenario in full, as `kafkaspec scenarios NAME` shows it."""
+    from spec.machines import plain  # loaded with the scenarios anyway: see _known_scenarios
+
     console.print(f"[bold]{scenario.name}[/bold] ({scenario.machine.name}: {scenario.machine.title})")
     console.print(f"  {scenario.summary}", highlight=False)
     console.print(f"  expected: {scenario.expected}; depth bound {scenario.max_depth}", highlight=False)
@@ -248,6 +247,8 @@ def _print_outcome(
             f"{len(violation.trace) - 1} steps (found in {result.seconds_to_violation:.2f} s):",
             highlight=False,
         )
+        from kafkaspec import render  # the model checker's trace printing: only check needs it
+
         for line in render.describe_trace(scenario.machine, violation.trace, full_state):
             console.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)
         if outcome.explanation:
@@ -256,6 +257,8 @@ def _print_outcome(
 
 def _parse_workers(context: click.Context, parameter: click.Parameter, value: str) -> int:
     if value == "auto":
+        from spec.checker import default_workers  # the model checker: only check needs it
+
         return default_workers()
     try:
         workers = int(value)
@@ -313,6 +316,8 @@ def check_command(
     Exit 0 when no violation is found within the bound (with --all: when every scenario
     has its expected outcome), 1 otherwise, 2 on bad input.
     """
+    from spec.scenarios import SCENARIOS, ConfigError, check_overrides, run_scenario  # see _known_scenarios
+
     if not names and not check_all:
         raise UsageProblem("name at least one scenario, or use --all (see `kafkaspec scenarios`)")
     chosen = list(SCENARIOS) if check_all else _known_scenarios(names)
@@ -334,6 +339,8 @@ def check_command(
                 _print_outcome(console, outcome, not no_trace and not check_all, full_state)
 
     if as_json:
+        from kafkaspec import render  # the model checker's JSON: only check needs it
+
         click.echo(
             json.dumps(
                 {

@@ -52,10 +52,10 @@ The Porcupine etcd reader itself turns a completion marked `:timed-out` into `in
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Final
 
-from spark_checks.history import HistoryError, Operation, Position
+from spark_checks.history import HistoryError, JsonValue, Operation, Position
 from spark_checks.readers._common import (
     CANONICAL_CONVENTIONS,
     FORMATS,
@@ -67,7 +67,6 @@ from spark_checks.readers._common import (
 )
 from spark_checks.readers.edn import edn_positions, read_edn
 from spark_checks.readers.jsonl import jsonl_positions, read_jsonl, write_jsonl
-from spark_checks.readers.parquet import MAGIC, open_parquet, write_parquet
 from spark_checks.readers.porcupine import (
     etcd_log_positions,
     kv_first_line,
@@ -91,6 +90,8 @@ __all__ = [
 ]
 
 SNIFF_BYTES: Final = 64 * 1024
+PARQUET_MAGIC: Final = b"PAR1"
+"""`parquet.MAGIC`, spelled here so that sniffing a file does not import pyarrow."""
 EXTENSIONS: Final = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
@@ -104,6 +105,20 @@ SUPPORTED: Final = (
     "jsonl (one JSON object per line), edn (Jepsen/Knossos op maps), porcupine (etcd Jepsen log "
     "lines 'INFO  jepsen.util - ...' or kv lines '{:process ...}' in a .txt), parquet"
 )
+
+
+def write_parquet(
+    path: str | os.PathLike[str],
+    operations: Iterable[Operation],
+    *,
+    overwrite: bool = False,
+    conventions: Mapping[str, JsonValue] | None = None,
+) -> int:
+    """`parquet.write_parquet` (see there)."""
+    # pyarrow and numpy cost ~130 ms to import: only the Parquet path pays it
+    from spark_checks.readers.parquet import write_parquet as write
+
+    return write(path, operations, overwrite=overwrite, conventions=conventions)
 
 
 def _head(path: str | os.PathLike[str], name: str) -> bytes:
@@ -127,7 +142,7 @@ def sniff_format(path: str | os.PathLike[str]) -> str:
     name = display_name(path)
     head = _head(path, name)
     extension = os.path.splitext(name)[1].lower()
-    if head.startswith(MAGIC) or extension == ".parquet":
+    if head.startswith(PARQUET_MAGIC) or extension == ".parquet":
         return "parquet"
     first, rest, line_number = _first_line(head)
     if not first:
@@ -158,6 +173,8 @@ def operation_positions(path: str | os.PathLike[str], fmt: str) -> Iterator[tupl
     (a value the model cannot hold) is reported at its operation's line."""
     name = display_name(path)
     if fmt == "parquet":
+        from spark_checks.readers.parquet import open_parquet  # pyarrow: only the Parquet path pays it
+
         _, operations = open_parquet(path)
         return ((operation, Position(name, row=row)) for row, operation in enumerate(operations))
     if fmt == "jsonl":
@@ -181,6 +198,8 @@ def open_history(path: str | os.PathLike[str], fmt: str = "auto") -> tuple[Sourc
     if fmt == "auto":
         fmt = sniff_format(path)
     if fmt == "parquet":
+        from spark_checks.readers.parquet import open_parquet  # pyarrow: only the Parquet path pays it
+
         conventions, operations = open_parquet(path)
         return SourceInfo("parquet", conventions, "parquet"), operations
     head = _head(path, name)
