@@ -37,10 +37,10 @@ What it does not cover
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from functools import partial
 
+from conformance import paths
 from conformance.consumer_group_sut import (
     TOPIC,
     ConsumerGroupSettings,
@@ -82,70 +82,18 @@ DEFAULT_DEPTH = 6
 scenarios): joins, a first revocation round, a lost or late heartbeat, a timeout."""
 
 
-@dataclass(frozen=True, slots=True)
-class ScenarioPaths:
-    """One scenario's leaf paths within a depth."""
-
-    scenario: str
-    config: ConsumerGroupConfig
-    states: int
-    paths: tuple[tuple[consumer.Action, ...], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class ExhaustiveResult:
-    """The outcome of the exhaustive consumer-group suite."""
-
-    target: str
-    depth: int
-    scenarios: tuple[str, ...]
-    states: int
-    commands: int
-    passed: bool
-    failure: str | None
-    seconds: float
-
-
 def leaf_paths(
     config: ConsumerGroupConfig, depth: int
 ) -> tuple[int, tuple[tuple[consumer.Action, ...], ...]]:
     """Breadth-first search of `spec.group.consumer` from the empty group: the number of
     distinct states within `depth` actions and the shortest paths to the leaves of the search
     tree."""
-    start = consumer.initial_state(config)
-    parent: dict[GroupState, tuple[GroupState, consumer.Action] | None] = {start: None}
-    inner: set[GroupState] = set()
-    frontier = [start]
-    for _ in range(depth):
-        discovered: list[GroupState] = []
-        for state in frontier:
-            for action in consumer.candidate_actions(config, state):
-                successor = consumer.step(config, state, action)
-                if successor is None or successor in parent:
-                    continue
-                parent[successor] = (state, action)
-                inner.add(state)
-                discovered.append(successor)
-        frontier = discovered
-    paths = []
-    for leaf, first_link in parent.items():
-        if leaf in inner:
-            continue
-        actions: list[consumer.Action] = []
-        link = first_link
-        while link is not None:
-            earlier, action = link
-            actions.append(action)
-            link = parent[earlier]
-        paths.append(tuple(reversed(actions)))
-    return len(parent), tuple(paths)
-
-
-def scenario_paths(scenarios: Sequence[Scenario[ConsumerGroupConfig]], depth: int) -> Iterator[ScenarioPaths]:
-    """Each scenario's leaf paths within `depth`."""
-    for scenario in scenarios:
-        states, paths = leaf_paths(scenario.config, depth)
-        yield ScenarioPaths(scenario.name, scenario.config, states, paths)
+    return paths.leaf_paths(
+        consumer.initial_state(config),
+        partial(consumer.candidate_actions, config),
+        partial(consumer.step, config),
+        depth,
+    )
 
 
 # --- from the system model's actions to the coordinator's requests -----------------------------
@@ -271,7 +219,7 @@ def run_exhaustive(
     scenarios: Sequence[Scenario[ConsumerGroupConfig]] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     command_seconds: float = DEFAULT_COMMAND_SECONDS,
-) -> ExhaustiveResult:
+) -> paths.ExhaustiveResult:
     """Replay every scenario's leaf paths within `depth` on `target` beside the reference; stop
     at the first divergence (reported with a shortest path to the state where the target first
     disagreed, as the spec's actions and as the commands given). A bad target string raises
@@ -281,41 +229,13 @@ def run_exhaustive(
         raise ValueError(f"depth must be at least 1, got {depth}")
     machine_class = consumer_group_machine_for(target, command_seconds, groups=(GROUP,))
     chosen = SCENARIOS if scenarios is None else tuple(scenarios)
-    started = time.perf_counter()
-    states = given = 0
-    names: list[str] = []
-    for covered in scenario_paths(chosen, depth):
-        names.append(covered.scenario)
-        states += covered.states
-        checked: set[Coordinator] = set()
-        for done, path in enumerate(covered.paths, 1):
-            failure, taken = _replay(machine_class, covered.config, path, checked)
-            given += taken
-            if failure is not None:
-                report = f"scenario {covered.scenario}, depth {depth}:\n{failure}"
-                return ExhaustiveResult(
-                    target, depth, tuple(names), states, given, False, report, time.perf_counter() - started
-                )
-            if progress is not None:
-                progress(covered.scenario, done, len(covered.paths))
-    return ExhaustiveResult(
-        target, depth, tuple(names), states, given, True, None, time.perf_counter() - started
+    return paths.replay_scenarios(
+        target,
+        depth,
+        paths.scenario_paths(chosen, depth, leaf_paths),
+        partial(_replay_once, machine_class),
+        progress,
     )
-
-
-def _replay(
-    machine_class: type[ConsumerGroupConformanceMachine],
-    config: ConsumerGroupConfig,
-    path: tuple[consumer.Action, ...],
-    checked: set[Coordinator],
-) -> tuple[str | None, int]:
-    """Replay `path` with the near misses of each coordinator state not checked before; a
-    divergence is reported from a replay of the path alone when that diverges too."""
-    failure, given = _replay_once(machine_class, config, path, checked)
-    if failure is not None:
-        alone, _ = _replay_once(machine_class, config, path, None)
-        failure = alone or failure
-    return failure, given
 
 
 def _replay_once(

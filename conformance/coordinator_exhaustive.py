@@ -44,10 +44,11 @@ What it does not cover
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from functools import partial
 
+from conformance import paths
 from conformance.coordinator_sut import CoordinatorSettings
 from conformance.guard import DEFAULT_COMMAND_SECONDS
 from conformance.machines.coordinator import (
@@ -100,30 +101,6 @@ DEFAULT_DEPTH = 6
 (1,155 states over the scenarios that run); the whole suite takes seconds."""
 
 
-@dataclass(frozen=True, slots=True)
-class ScenarioPaths:
-    """One scenario's leaf paths within a depth."""
-
-    scenario: str
-    config: ClassicConfig
-    states: int
-    paths: tuple[tuple[classic.Action, ...], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class ExhaustiveResult:
-    """The outcome of the exhaustive coordinator suite."""
-
-    target: str
-    depth: int
-    scenarios: tuple[str, ...]
-    states: int
-    commands: int
-    passed: bool
-    failure: str | None
-    seconds: float
-
-
 def conforming_scenarios() -> tuple[Scenario[ClassicConfig], ...]:
     """The classic scenarios whose coordinator follows Kafka's rules (see the docstring)."""
     return tuple(
@@ -143,43 +120,12 @@ def leaf_paths(config: ClassicConfig, depth: int) -> tuple[int, tuple[tuple[clas
     """Breadth-first search of `spec.group.classic` from the scenario's initial state: the
     number of distinct states within `depth` actions and the shortest paths to the leaves of
     the search tree."""
-    start = classic.initial_state(config)
-    parent: dict[ClassicState, tuple[ClassicState, classic.Action] | None] = {start: None}
-    inner: set[ClassicState] = set()
-    frontier = [start]
-    for _ in range(depth):
-        discovered: list[ClassicState] = []
-        for state in frontier:
-            for action in classic.candidate_actions(config, state):
-                successor = classic.step(config, state, action)
-                if successor is None or successor in parent:
-                    continue
-                parent[successor] = (state, action)
-                inner.add(state)
-                discovered.append(successor)
-        frontier = discovered
-    paths = []
-    for leaf, first_link in parent.items():
-        if leaf in inner:
-            continue
-        actions: list[classic.Action] = []
-        link = first_link
-        while link is not None:
-            earlier, action = link
-            actions.append(action)
-            link = parent[earlier]
-        paths.append(tuple(reversed(actions)))
-    return len(parent), tuple(paths)
-
-
-def scenario_paths(scenarios: Sequence[Scenario[ClassicConfig]], depth: int) -> Iterator[ScenarioPaths]:
-    """Each scenario's leaf paths within `depth`."""
-    for scenario in scenarios:
-        states, paths = leaf_paths(scenario.config, depth)
-        yield ScenarioPaths(scenario.name, scenario.config, states, paths)
-
-
-# --- from the system model's actions to the coordinator's requests -----------------------------
+    return paths.leaf_paths(
+        classic.initial_state(config),
+        partial(classic.candidate_actions, config),
+        partial(classic.step, config),
+        depth,
+    )
 
 
 def prelude(config: ClassicConfig) -> tuple[Command, ...]:
@@ -355,7 +301,7 @@ def run_exhaustive(
     scenarios: Sequence[Scenario[ClassicConfig]] | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     command_seconds: float = DEFAULT_COMMAND_SECONDS,
-) -> ExhaustiveResult:
+) -> paths.ExhaustiveResult:
     """Replay every conforming scenario's leaf paths within `depth` on `target` beside the
     reference; stop at the first divergence (reported with a shortest path to the state
     where the target first disagreed, as the spec's actions and as the commands given).
@@ -365,41 +311,13 @@ def run_exhaustive(
         raise ValueError(f"depth must be at least 1, got {depth}")
     machine_class = coordinator_machine_for(target, command_seconds)
     chosen = conforming_scenarios() if scenarios is None else tuple(scenarios)
-    started = time.perf_counter()
-    states = given = 0
-    names: list[str] = []
-    for covered in scenario_paths(chosen, depth):
-        names.append(covered.scenario)
-        states += covered.states
-        checked: set[ClassicGroup] = set()
-        for done, path in enumerate(covered.paths, 1):
-            failure, taken = _replay(machine_class, covered.config, path, checked)
-            given += taken
-            if failure is not None:
-                report = f"scenario {covered.scenario}, depth {depth}:\n{failure}"
-                return ExhaustiveResult(
-                    target, depth, tuple(names), states, given, False, report, time.perf_counter() - started
-                )
-            if progress is not None:
-                progress(covered.scenario, done, len(covered.paths))
-    return ExhaustiveResult(
-        target, depth, tuple(names), states, given, True, None, time.perf_counter() - started
+    return paths.replay_scenarios(
+        target,
+        depth,
+        paths.scenario_paths(chosen, depth, leaf_paths),
+        partial(_replay_once, machine_class),
+        progress,
     )
-
-
-def _replay(
-    machine_class: type[CoordinatorConformanceMachine],
-    config: ClassicConfig,
-    path: tuple[classic.Action, ...],
-    checked: set[ClassicGroup],
-) -> tuple[str | None, int]:
-    """Replay `path` with the near misses of each group state not checked before; a
-    divergence is reported from a replay of the path alone when that diverges too."""
-    failure, given = _replay_once(machine_class, config, path, checked)
-    if failure is not None:
-        alone, _ = _replay_once(machine_class, config, path, None)
-        failure = alone or failure
-    return failure, given
 
 
 def _replay_once(

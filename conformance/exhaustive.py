@@ -34,9 +34,11 @@ What it does not cover
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
+from conformance import paths
 from conformance.guard import DEFAULT_COMMAND_SECONDS
 from conformance.machines.partition import DivergenceError, PartitionConformanceMachine, partition_machine_for
 from conformance.partition_sut import ReplicationSettings
@@ -59,6 +61,8 @@ from spec.partition import (
 )
 from spec.partition_scenarios import SCENARIOS
 from spec.types import Acks, TruncationRule
+
+ExhaustiveResult = paths.ExhaustiveResult
 
 DEFAULT_DEPTH = 6
 """Deep enough for a leader change with a truncation after it in every scenario, small
@@ -152,30 +156,6 @@ DIRECTED_PATHS: tuple[DirectedPath, ...] = (
 """Deep paths from the literature (each step enabled in the spec: a test replays them)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ScenarioPaths:
-    """The leaves of one scenario's breadth-first search tree, each with its shortest path."""
-
-    scenario: str
-    settings: ReplicationSettings
-    states: int  # distinct states within the depth
-    paths: tuple[tuple[Action, ...], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class ExhaustiveResult:
-    """The outcome of one exhaustive run."""
-
-    target: str
-    depth: int
-    scenarios: tuple[str, ...]
-    states: int  # distinct spec states covered, over every scenario
-    steps: int  # commands given to the target (path steps plus near misses)
-    passed: bool
-    failure: str | None
-    seconds: float
-
-
 def settings_of(config: PartitionConfig) -> ReplicationSettings:
     """The behaviour-relevant part of a scenario's configuration."""
     return ReplicationSettings(
@@ -191,42 +171,12 @@ def leaf_paths(config: PartitionConfig, depth: int) -> tuple[int, tuple[tuple[Ac
     """Breadth-first search of the spec from its initial state: the number of distinct states
     within `depth` actions and the shortest paths to the leaves of the search tree (states
     that discovered no new state), whose prefixes reach every other state."""
-    start = spec_partition.initial_state(config)
-    parent: dict[PartitionState, tuple[PartitionState, Action] | None] = {start: None}
-    inner: set[PartitionState] = set()
-    frontier = [start]
-    for _ in range(depth):
-        discovered: list[PartitionState] = []
-        for state in frontier:
-            for action in spec_partition.candidate_actions(config, state):
-                successor = spec_partition.step(config, state, action)
-                if successor is None or successor in parent:
-                    continue
-                parent[successor] = (state, action)
-                inner.add(state)
-                discovered.append(successor)
-        frontier = discovered
-    paths = tuple(_path_to(parent, state) for state in parent if state not in inner)
-    return len(parent), paths
-
-
-def _path_to(
-    parent: dict[PartitionState, tuple[PartitionState, Action] | None], state: PartitionState
-) -> tuple[Action, ...]:
-    actions: list[Action] = []
-    link = parent[state]
-    while link is not None:
-        state, action = link
-        actions.append(action)
-        link = parent[state]
-    return tuple(reversed(actions))
-
-
-def scenario_paths(scenarios: Sequence[Scenario[PartitionConfig]], depth: int) -> Iterator[ScenarioPaths]:
-    """Each scenario's leaf paths within `depth`."""
-    for scenario in scenarios:
-        states, paths = leaf_paths(scenario.config, depth)
-        yield ScenarioPaths(scenario.name, settings_of(scenario.config), states, paths)
+    return paths.leaf_paths(
+        spec_partition.initial_state(config),
+        partial(spec_partition.candidate_actions, config),
+        partial(spec_partition.step, config),
+        depth,
+    )
 
 
 def run_exhaustive(
@@ -249,34 +199,25 @@ def run_exhaustive(
     if depth < 1:
         raise ValueError(f"depth must be at least 1, got {depth}")
     machine_class = partition_machine_for(target, command_seconds)
+    replay_once = partial(_replay_once, machine_class)
     started = time.perf_counter()
-    states = steps = 0
-    names: list[str] = []
+    steps = 0
     for known in directed:
-        failure, taken = _replay(machine_class, known.settings, known.path, set())
+        failure, taken = paths.replay_path(replay_once, known.settings, known.path, set())
         steps += taken
         if failure is not None:
             report = f"directed path {known.name} ({known.why}):\n{failure}"
             return ExhaustiveResult(
-                target, depth, (known.name,), states, steps, False, report, time.perf_counter() - started
+                target, depth, (known.name,), 0, steps, False, report, time.perf_counter() - started
             )
-    for covered in scenario_paths(scenarios, depth):
-        names.append(covered.scenario)
-        states += covered.states
-        checked_near_misses: set[PartitionState] = set()
-        for done, path in enumerate(covered.paths, 1):
-            failure, taken = _replay(machine_class, covered.settings, path, checked_near_misses)
-            steps += taken
-            if failure is not None:
-                report = f"scenario {covered.scenario}, depth {depth}:\n{failure}"
-                return ExhaustiveResult(
-                    target, depth, tuple(names), states, steps, False, report, time.perf_counter() - started
-                )
-            if progress is not None:
-                progress(covered.scenario, done, len(covered.paths))
-    return ExhaustiveResult(
-        target, depth, tuple(names), states, steps, True, None, time.perf_counter() - started
-    )
+
+    def replay_scenario_path(
+        config: PartitionConfig, path: tuple[Action, ...], checked: set[PartitionState] | None
+    ) -> tuple[str | None, int]:
+        return replay_once(settings_of(config), path, checked)
+
+    covered = paths.scenario_paths(scenarios, depth, leaf_paths)
+    return paths.replay_scenarios(target, depth, covered, replay_scenario_path, progress, started, steps)
 
 
 def near_misses(machine: PartitionConformanceMachine) -> tuple[Action, ...]:
@@ -293,23 +234,6 @@ def near_misses(machine: PartitionConformanceMachine) -> tuple[Action, ...]:
         for acks in reference.config.producer_acks
     )
     return (*machine._refused_candidates(), *to_followers)
-
-
-def _replay(
-    machine_class: type[PartitionConformanceMachine],
-    settings: ReplicationSettings,
-    path: tuple[Action, ...],
-    checked_near_misses: set[PartitionState],
-) -> tuple[str | None, int]:
-    """Replay `path`, with the near misses of each state not checked before; returns the
-    divergence (None when there is none) and the number of commands given. A divergence is
-    reported from a replay of the path alone when that diverges too, so the listed commands
-    are the path's own, not the refused actions tried along it."""
-    failure, given = _replay_once(machine_class, settings, path, checked_near_misses)
-    if failure is not None:
-        path_alone, _ = _replay_once(machine_class, settings, path, None)
-        failure = path_alone or failure
-    return failure, given
 
 
 def _replay_once(
