@@ -26,8 +26,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from spark_checks.checking import MODEL_NAMES, Budget
 from spark_checks.engine import ENGINES, HistoryReport, VerifyOptions, choose_engine, verify_history
@@ -99,6 +97,9 @@ def _progress(console: Console, enabled: bool) -> Iterator[Callable[[str], Calla
     if not enabled:
         yield lambda _name: lambda _message: None
         return
+    # rich.progress imports multiprocessing and more: only a terminal shows the spinner
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     with Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
@@ -187,6 +188,8 @@ def scenarios_command(names: tuple[str, ...], as_json: bool) -> None:
         for scenario in chosen:
             _print_scenario(console, scenario)
         return
+    from rich.table import Table  # only the scenario list and `check --all` print a table
+
     table = Table(title="kafkaspec scenarios", show_lines=True)
     table.add_column("scenario", no_wrap=True)
     table.add_column("machine", no_wrap=True)
@@ -750,6 +753,8 @@ def _window(report: HistoryReport) -> list[Operation]:
 
 
 def _print_summary(console: Console, outcomes: list[ScenarioOutcome[Any]]) -> None:
+    from rich.table import Table  # only the scenario list and `check --all` print a table
+
     table = Table(title="kafkaspec check --all")
     for column in ("scenario", "expected", "found"):
         table.add_column(column, no_wrap=True)
