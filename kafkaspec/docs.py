@@ -876,8 +876,9 @@ def module_page(module_name: str) -> str:
     ]
     classes = [
         cls
-        for _, cls in inspect.getmembers(module, inspect.isclass)
-        if _defined_in(module, cls) and not cls.__name__.startswith("_")
+        for name, cls in inspect.getmembers(module, inspect.isclass)
+        # by the name it has in the module: a private alias (`_P = PartitionState`) is not a second type
+        if _defined_in(module, cls) and not name.startswith("_") and name == cls.__name__
     ]
     classes.sort(key=lambda cls: inspect.getsourcelines(cls)[1])
     if classes:
@@ -885,8 +886,8 @@ def module_page(module_name: str) -> str:
         out += [_type_section(cls, "~", _label(module_name, "type", cls.__name__)) for cls in classes]
     functions = [
         function
-        for _, function in inspect.getmembers(module, inspect.isfunction)
-        if _defined_in(module, function) and not function.__name__.startswith("_")
+        for name, function in inspect.getmembers(module, inspect.isfunction)
+        if _defined_in(module, function) and not name.startswith("_") and name == function.__name__
     ]
     functions.sort(key=lambda function: inspect.getsourcelines(function)[1])
     if functions:
