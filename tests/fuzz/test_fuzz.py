@@ -81,11 +81,13 @@ def test_an_internal_error_exits_70_with_one_line_and_a_traceback_file(tmp_path,
 @pytest.mark.parametrize("command", [["scenarios"], ["check", "acks1-loss", "--max-depth", "3"]])
 def test_an_internal_error_in_any_command_exits_70(monkeypatch, command):
     import kafkaspec.cli
+    import spec.scenarios
 
     def broken(*_args: object, **_kwargs: object) -> None:
         raise RuntimeError("injected bug\nover two lines")
 
-    monkeypatch.setattr(kafkaspec.cli, "run_scenario", broken)
+    # `check` imports run_scenario when it runs (the CLI loads the state machines lazily)
+    monkeypatch.setattr(spec.scenarios, "run_scenario", broken)
     monkeypatch.setattr(kafkaspec.cli, "_stdout_console", broken)
     run = run_verify(["--debug", *command])
     assert run.code == 70
