@@ -383,7 +383,7 @@ def _lag_cap(config: PartitionConfig) -> int:
     return config.replica_lag_ticks + 1
 
 
-def _advance_leader_high_watermark(
+def advance_leader_high_watermark(
     config: PartitionConfig, state: PartitionState, leader_id: ReplicaId
 ) -> PartitionState:
     """Recompute the leader's HW, answer the acks=all requests it passed, and record what
@@ -499,7 +499,7 @@ def producer_send(
     elif action.acks is Acks.ALL:
         leader = replace(leader, waiting_acks_all=(*leader.waiting_acks_all, (offset, value)))
     state = replace(_with_replica(state, action.leader, leader), history=history)
-    return _advance_leader_high_watermark(config, state, action.leader)
+    return advance_leader_high_watermark(config, state, action.leader)
 
 
 def leader_handle_fetch(
@@ -551,7 +551,7 @@ def leader_handle_fetch(
         if isr_rules.may_join_isr(fetch_offset, leader.log.high_watermark, epoch_start or 0):
             leader = replace(leader, isr=leader.isr | {action.follower})
             state = replace(state, controller=replace(state.controller, isr=leader.isr))
-    state = _advance_leader_high_watermark(config, _with_replica(state, leader_id, leader), leader_id)
+    state = advance_leader_high_watermark(config, _with_replica(state, leader_id, leader), leader_id)
     leader = state.replicas[leader_id]
     response = FetchResponse(
         leader.leader_epoch,
@@ -661,7 +661,7 @@ def leader_shrink_isr(
     state = replace(
         _with_replica(state, action.leader, leader), controller=replace(state.controller, isr=leader.isr)
     )
-    return _advance_leader_high_watermark(config, state, action.leader)
+    return advance_leader_high_watermark(config, state, action.leader)
 
 
 def _lag_grows(replica: Replica, member: int, progress: FollowerProgress | None, cap: int) -> bool:
@@ -669,7 +669,7 @@ def _lag_grows(replica: Replica, member: int, progress: FollowerProgress | None,
     return progress is not None and progress.ticks_since_caught_up < cap and member in replica.isr
 
 
-def _time_matters(config: PartitionConfig, state: PartitionState) -> bool:
+def time_matters(config: PartitionConfig, state: PartitionState) -> bool:
     """Some replica acting as leader has an ISR follower whose lag can still grow."""
     cap = _lag_cap(config)
     for replica in state.replicas:
@@ -685,7 +685,7 @@ def clock_tick(config: PartitionConfig, state: PartitionState, action: ClockTick
     last caught up grows (capped). Enabled only when some count can still grow. Followers
     outside the ISR are kept at the cap: their age only matters once they rejoin, and
     treating them as long lagging only allows an earlier shrink, never forbids one."""
-    if not _time_matters(config, state):
+    if not time_matters(config, state):
         return None
     cap = _lag_cap(config)
     replicas = list(state.replicas)
@@ -747,11 +747,11 @@ def broker_crash(
     lossy = action.surviving_end < replica.log.log_end_offset
     if lossy and history.lossy_crashes >= config.max_lossy_crashes:
         return None
-    crashed = _crashed_replica(replica.log, action.surviving_end)
+    crashed = crashed_replica(replica.log, action.surviving_end)
     replicas = (*state.replicas[: action.replica], crashed, *state.replicas[action.replica + 1 :])
     live = frozenset(broker for broker, other in enumerate(replicas) if other.alive)
     controller, unclean = _controller_after_failure(config, state.controller, action.replica, live)
-    return PartitionState(replicas, controller, _history_after_crash(history, lossy, unclean))
+    return PartitionState(replicas, controller, history_after_crash(history, lossy, unclean))
 
 
 @memoized
@@ -772,13 +772,13 @@ def _controller_after_failure(
 
 
 @memoized
-def _crashed_replica(log: ReplicaLog, surviving_end: int) -> Replica:
+def crashed_replica(log: ReplicaLog, surviving_end: int) -> Replica:
     """A dead broker's replica: nothing in memory, the log its disk kept."""
     return Replica(alive=False, log=recover_after_crash(log, surviving_end))
 
 
 @memoized
-def _history_after_crash(history: History, lossy: bool, unclean: bool) -> History:
+def history_after_crash(history: History, lossy: bool, unclean: bool) -> History:
     """The ghost history counts the crash, whether it lost data, and an unclean election."""
     return replace(
         history,
@@ -849,7 +849,7 @@ def replica_become_leader_or_follower(
         )
         state = _with_replica(state, action.replica, leader)
         return _record_visibility(
-            _advance_leader_high_watermark(config, state, action.replica), action.replica
+            advance_leader_high_watermark(config, state, action.replica), action.replica
         )
     follower = _new_follower(replica.log, controller.leader_epoch, controller.leader)
     return _with_replica(state, action.replica, follower)
@@ -984,7 +984,7 @@ def candidate_actions(config: PartitionConfig, state: PartitionState) -> Iterato
                 yield _crash_action(replica_id, surviving_end)
         if may_move and replica_id in controller.isr and replica_id != controller.leader:
             yield actions.move[replica_id]
-    if _time_matters(config, state):
+    if time_matters(config, state):
         yield actions.tick
 
 

@@ -403,7 +403,7 @@ def _with_registration(
 
 def _advance_high_watermark(config: ComposedConfig, state: ComposedState, leader_id: int) -> ComposedState:
     """`spec.partition`'s HW rule over the leader's (maximal) ISR, with what it commits."""
-    after = partition._advance_leader_high_watermark(  # the partition's own HW rule
+    after = partition.advance_leader_high_watermark(  # the partition's own HW rule
         partition_config(config), as_partition_state(state), ReplicaId(leader_id)
     )
     return _with_replicas(state, after)
@@ -643,7 +643,7 @@ def broker_crash(config: ComposedConfig, state: ComposedState, action: BrokerCra
     lossy = action.surviving_end < log.log_end_offset
     if lossy and history.lossy_crashes >= config.max_lossy_crashes:
         return None
-    crashed = partition._crashed_replica(log, action.surviving_end)
+    crashed = partition.crashed_replica(log, action.surviving_end)
     metadata = BrokerMetadata(incarnation=state.brokers[action.replica].incarnation)
     return ComposedState(
         _set(state.replicas, action.replica, crashed),
@@ -653,7 +653,7 @@ def broker_crash(config: ComposedConfig, state: ComposedState, action: BrokerCra
         _set(state.alter_answers, action.replica, None),
         state.leader_moves,
         state.alter_partitions,
-        partition._history_after_crash(history, lossy, False),
+        partition.history_after_crash(history, lossy, False),
     )
 
 
@@ -1012,7 +1012,7 @@ def candidate_actions(config: ComposedConfig, state: ComposedState) -> Iterator[
             yield actions.answer[replica_id]
         if may_move and replica_id in registration.isr and replica_id != registration.leader:
             yield actions.move[replica_id]
-    if partition._time_matters(partition_config(config), as_partition_state(state)):
+    if partition.time_matters(partition_config(config), as_partition_state(state)):
         yield actions.tick
 
 

@@ -279,7 +279,7 @@ def _fetch_without_expansion(
     reverted = PartitionState(
         _set(after.replicas, leader_id, leader), as_partition_state(state).controller, after.history
     )
-    reverted = partition._advance_leader_high_watermark(
+    reverted = partition.advance_leader_high_watermark(
         partition_config(config), reverted, ReplicaId(leader_id)
     )
     high_watermark = reverted.replicas[leader_id].log.high_watermark
@@ -362,8 +362,8 @@ def broker_crash(
         return None
     return replace(
         state,
-        replicas=_set(state.replicas, action.replica, partition._crashed_replica(log, action.surviving_end)),
-        history=partition._history_after_crash(history, lossy, False),
+        replicas=_set(state.replicas, action.replica, partition.crashed_replica(log, action.surviving_end)),
+        history=partition.history_after_crash(history, lossy, False),
     )
 
 
@@ -644,7 +644,7 @@ def candidate_actions(config: ComposedConfig, state: ZkComposedState) -> Iterato
         yield _BROKER_CHANGE
     if Event.ISR_CHANGE in state.events:
         yield _ISR_CHANGE
-    if partition._time_matters(partition_config(config), as_partition_state(state)):
+    if partition.time_matters(partition_config(config), as_partition_state(state)):
         yield ClockTick()
 
 
