@@ -35,6 +35,9 @@ The models
                         atomically to a map of registers (Knossos ``multi-register``).
     ``mutex``           acquire / release of one lock (Knossos ``mutex``; no owner).
     ``fifo-queue``      enqueue v / dequeue -> v (Knossos ``fifo-queue``).
+    ``set``             add v / read -> the whole set (Knossos ``set``).
+    ``unordered-queue`` enqueue v / dequeue -> any pending v (Knossos ``unordered-queue``:
+                        a multiset of pending elements).
     ``kafka-log``       one Kafka topic-partition as an append-only log with dense
                         offsets: ``send v -> offset``, ``poll [from position] ->
                         [[offset v] ...]``. A simple sequential model of a partition for
@@ -52,15 +55,17 @@ Conventions (the ``conventions`` dict a history reader attaches; see `resolve_co
                      logs nil (None), Porcupine kv ``""`` per key (kv treats None as ``""``).
                      For multi-register a dict gives per-register initial values (missing
                      registers start at None) and a scalar is every register's initial
-                     value. For fifo-queue and kafka-log a list gives the initial contents
-                     and anything else means empty; for mutex a true value means held; for
-                     kv anything but a string means ``""`` (readers that do not know the
-                     model attach a register's initial value, e.g. Knossos's 0).
+                     value. For fifo-queue, unordered-queue, set and kafka-log a list gives
+                     the initial contents and anything else means empty; for mutex a true
+                     value means held; for kv anything but a string means ``""`` (readers
+                     that do not know the model attach a register's initial value, e.g.
+                     Knossos's 0).
     ``nil_read``     ``"unconstrained"``: a read that returned nil tells nothing (Knossos:
                      the invocation's nil was never filled in) and is left out; or
                      ``"absent"``: it observed the nil value (Porcupine's etcd logs: the key
                      did not exist). Under ``absent`` a kv get of nil observed ``""``, and
-                     a fifo-queue dequeue of nil observed an empty queue.
+                     a fifo-queue or unordered-queue dequeue of nil observed an empty
+                     queue, and a set read of nil observed the empty set.
     ``failed_cas``   ``"did-not-happen"``: a ``fail`` CAS had no effect and is dropped
                      (Knossos drops every ``:fail``); or ``"no-effect"``: the CAS executed
                      and returned false because the value differed from ``from``, so the
@@ -78,7 +83,7 @@ accepted for function names.
 from __future__ import annotations
 
 import enum
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from typing import Any, Final, Literal, Protocol, TypeVar, cast
 
 Observed = Literal["ok", "fail", "info"]
@@ -516,6 +521,160 @@ class FifoQueue:
 
 
 # ---------------------------------------------------------------------------------------
+# Set, unordered queue (Knossos)
+# ---------------------------------------------------------------------------------------
+
+
+class Set:
+    """A set: ``add v`` adds v, ``read -> [v ...]`` returns every element (Knossos ``set``).
+
+    A read must return exactly the set, in any order (Knossos compares the read set with the
+    model's): a read that names an element twice is never legal (Porcupine's set test), and
+    one that misses an element or adds one is not either. Prepared inputs: ``("a", v)``, and
+    ``("r",)`` with output the frozenset read (a tuple when the read repeated an element,
+    which no state equals). A nil read tells nothing under ``nil_read = unconstrained`` and
+    observed the empty set under ``absent``.
+    """
+
+    name = "set"
+
+    def init(self, initial: Any) -> frozenset[Any]:
+        return frozenset(_contents(initial))
+
+    def prepare(self, call: CallLike, conventions: Mapping[str, Any]) -> Prepared | None:
+        f = _name(call.f)
+        outcome = _outcome(call)
+        if f == "add":
+            return None if outcome == "fail" else (("a", freeze(call.input)), None, outcome)
+        if f == "read":
+            if outcome != "ok":
+                return None
+            if call.output is None:
+                return None if conventions["nil_read"] == "unconstrained" else (("r",), frozenset(), "ok")
+            if not isinstance(call.output, list | tuple | set | frozenset):
+                raise ValueError(f"set model: a read returns a list of elements; got {_brief(call.output)}")
+            elements = [freeze(item) for item in call.output]
+            read = frozenset(elements)
+            return ("r",), (read if len(read) == len(elements) else tuple(elements)), "ok"
+        raise _unsupported(self.name, call)
+
+    def step(
+        self, state: frozenset[Any], call_input: Any, call_output: Any, outcome_info: Observed
+    ) -> frozenset[Any] | None:
+        if call_input[0] == "a":
+            return state.union((call_input[1],))
+        return state if state == call_output else None
+
+    def partition_key(self, call: CallLike) -> Hashable:
+        return freeze(call.key)
+
+    def describe(self, call: CallLike) -> str:
+        if _name(call.f) == "read":
+            return f"read -> {_result(call)}"
+        return f"add {_show(call.input)}" + ("" if _outcome(call) == "ok" else f" ({_outcome(call)})")
+
+    def describe_state(self, state: frozenset[Any]) -> str:
+        return _show_elements(state)
+
+
+Multiset = frozenset[tuple[Any, int]]
+"""A multiset as (element, count) pairs, every count at least 1: hashable and unordered."""
+
+
+def _multiset_add(bag: Multiset, value: Any) -> Multiset:
+    counts = dict(bag)
+    counts[value] = counts.get(value, 0) + 1
+    return frozenset(counts.items())
+
+
+def _multiset_remove(bag: Multiset, value: Any) -> Multiset | None:
+    """`bag` less one `value`, or None when it holds none."""
+    counts = dict(bag)
+    count = counts.get(value, 0)
+    if not count:
+        return None
+    if count == 1:
+        del counts[value]
+    else:
+        counts[value] = count - 1
+    return frozenset(counts.items())
+
+
+def _show_elements(elements: Iterable[Any]) -> str:
+    shown = sorted(_show(element) for element in elements)
+    return "{" + ", ".join(shown) + "}"
+
+
+class UnorderedQueue:
+    """A queue that does not order its pending elements (Knossos ``unordered-queue``, the model
+    Jepsen's queue tests use): ``enqueue v`` adds v to a multiset, ``dequeue -> v`` needs a
+    pending v and removes one copy of it.
+
+    A dequeue whose value is unknown (an indeterminate one, or an ``ok`` one that returned nil
+    under ``nil_read = unconstrained``, as fifo-queue reads it) removed *some* pending element:
+    a step with several next states. The state is therefore the set of multisets the queue may
+    hold (Porcupine's power-set construction for its ``NondeterministicModel``), a single
+    multiset until such a dequeue. Knossos's own model cannot dequeue nil, so Knossos can only
+    leave an indeterminate dequeue out; that gives the same verdict unless a dequeue observed
+    an empty queue (a nil dequeue under ``nil_read = absent``), where only the removal keeps
+    the verdict exact. Prepared inputs: ``("e", v)``, ``("d",)`` with output the value,
+    ``("d?",)`` for an unknown value and ``("d0",)`` for an observed empty queue.
+    """
+
+    name = "unordered-queue"
+
+    def init(self, initial: Any) -> frozenset[Multiset]:
+        bag: Multiset = frozenset()
+        for item in _contents(initial):
+            bag = _multiset_add(bag, item)
+        return frozenset((bag,))
+
+    def prepare(self, call: CallLike, conventions: Mapping[str, Any]) -> Prepared | None:
+        f = _name(call.f)
+        outcome = _outcome(call)
+        if f not in ("enqueue", "dequeue"):
+            raise _unsupported(self.name, call)
+        if outcome == "fail":
+            return None
+        if f == "enqueue":
+            return ("e", freeze(call.input)), None, outcome
+        if outcome == "info":
+            return ("d?",), None, "info"
+        if call.output is None:
+            return (("d?",) if conventions["nil_read"] == "unconstrained" else ("d0",)), None, "ok"
+        return ("d",), freeze(call.output), "ok"
+
+    def step(
+        self, state: frozenset[Multiset], call_input: Any, call_output: Any, outcome_info: Observed
+    ) -> frozenset[Multiset] | None:
+        op = call_input[0]
+        if op == "e":
+            return frozenset(_multiset_add(bag, call_input[1]) for bag in state)
+        if op == "d":
+            removed = (_multiset_remove(bag, call_output) for bag in state)
+            after = frozenset(bag for bag in removed if bag is not None)
+        elif op == "d0":
+            after = frozenset(bag for bag in state if not bag)
+        else:
+            after = frozenset(
+                cast(Multiset, _multiset_remove(bag, value)) for bag in state for value, _ in bag
+            )
+        return after or None
+
+    def partition_key(self, call: CallLike) -> Hashable:
+        return freeze(call.key)
+
+    def describe(self, call: CallLike) -> str:
+        if _name(call.f) == "dequeue":
+            return f"dequeue -> {_result(call)}"
+        return f"enqueue {_show(call.input)}" + ("" if _outcome(call) == "ok" else f" ({_outcome(call)})")
+
+    def describe_state(self, state: frozenset[Multiset]) -> str:
+        shown = sorted(_show_elements(v for v, n in bag for _ in range(n)) for bag in state)
+        return shown[0] if len(shown) == 1 else "one of " + " or ".join(shown)
+
+
+# ---------------------------------------------------------------------------------------
 # Kafka partition log
 # ---------------------------------------------------------------------------------------
 
@@ -634,6 +793,8 @@ MODEL_CLASSES: Final[Mapping[str, type[SequentialModel[Any]]]] = {
     "multi-register": MultiRegister,
     "mutex": Mutex,
     "fifo-queue": FifoQueue,
+    "set": Set,
+    "unordered-queue": UnorderedQueue,
     "kafka-log": KafkaLog,
 }
 """The models by name (the names `kafkaspec verify --model` accepts)."""

@@ -43,6 +43,8 @@ MODEL_NAMES = (
     "multi-register",
     "mutex",
     "fifo-queue",
+    "set",
+    "unordered-queue",
     "kafka-log",
 )
 
@@ -183,7 +185,7 @@ def split_calls(plan: Plan, calls: Iterable[Call]) -> Iterator[tuple[str, Call]]
             for key, piece in kafka_checker.split_call(call):
                 yield partition_key_json(key), piece
         return
-    model = linearizability.MODELS[plan.model]
+    model = linearizability.get_model(plan.model)
     for call in calls:
         yield partition_key_json(model.partition_key(call)), call
 
@@ -232,18 +234,23 @@ def _not_checked(plan: Plan, key_json: str, calls: Sequence[Call]) -> CheckResul
     """The `unknown` result of a part reached after the deadline (None before it)."""
     if time.time() < plan.budget.deadline:
         return None
-    reason = f"not checked: {kafka_checker.BUDGET_EXHAUSTED_REASON}"
+    return unchecked_result(plan, key_json, len(calls), f"not checked: {kafka_checker.BUDGET_EXHAUSTED_REASON}")
+
+
+def unchecked_result(plan: Plan, key_json: str, operations: int, reason: str) -> CheckResult:
+    """The `unknown` result of a part with `operations` calls that was not checked, or not to
+    the end, and why (`reason`): the deadline, or another part found invalid (`--fail-fast`)."""
     key: JsonValue = CYCLES_PART if key_json == CYCLES_PART else json.loads(key_json)
     if plan.model == "kafka":
         context = plan.kafka or KafkaContext()
         conventions = kafka_checker.unchecked_conventions(kafka_options(plan, context).sub_via)
-        return kafka_checker.budget_exhausted(key, len(calls), conventions, reason)
+        return kafka_checker.budget_exhausted(key, operations, conventions, reason)
     return CheckResult(
         checker=linearizability.CHECKER,
         model=plan.model,
         partition=key,
         verdict=Verdict.UNKNOWN,
-        operations=len(calls),
+        operations=operations,
         evidence={"reason": reason},
         conventions=dict(resolve_conventions(plan.conventions)),
     )

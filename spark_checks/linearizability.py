@@ -75,6 +75,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from reference.models import MODEL_CLASSES, Observed, SequentialModel, resolve_conventions
+from spark_checks import user_models
 from spark_checks.history import Call, CheckResult, JsonValue, Outcome, Verdict
 
 CHECKER: Final = "linearizability"
@@ -106,11 +107,14 @@ _BIT_TABLE_LIMIT: Final = 4096  # calls per partition up to which single-bit mas
 
 
 def get_model(model_name: str) -> SequentialModel[Any]:
-    """The model called `model_name`; an unknown name is a `ValueError` listing the names."""
-    try:
-        return MODELS[model_name]
-    except KeyError:
-        raise ValueError(f"unknown model {model_name!r}; expected one of {', '.join(MODELS)}") from None
+    """The model called `model_name`, or a user's model named ``MODULE:CLASS``
+    (`spark_checks.user_models`); an unknown name is a `ValueError` listing the names."""
+    model = MODELS.get(model_name)
+    if model is not None:
+        return model
+    if user_models.is_user_model(model_name):
+        return user_models.load_model(model_name)
+    raise ValueError(f"unknown model {model_name!r}; expected one of {', '.join(MODELS)} or MODULE:CLASS")
 
 
 def partition_calls(calls: Iterable[Call], model_name: str) -> dict[Hashable, list[Call]]:
@@ -235,7 +239,7 @@ def check_partition(
         stuck = sorted(search.candidates, key=to_index.__getitem__)
         evidence["unlinearizable"] = [to_index[i] for i in stuck]
         evidence["blocking_call"] = to_index[search.blocking] if search.blocking >= 0 else None
-        evidence["state_after_prefix"] = repr(search.state)
+        evidence["state_after_prefix"] = getattr(model, "describe_state", repr)(search.state)
         evidence["descriptions"] = {str(to_index[i]): model.describe(problem.calls[i]) for i in stuck}
     if search.verdict is Verdict.UNKNOWN:
         evidence["reason"] = search.reason

@@ -280,7 +280,17 @@ def test_empty_history() -> None:
 
 
 def test_model_names() -> None:
-    expected = {"register", "cas-register", "kv", "multi-register", "mutex", "fifo-queue", "kafka-log"}
+    expected = {
+        "register",
+        "cas-register",
+        "kv",
+        "multi-register",
+        "mutex",
+        "fifo-queue",
+        "set",
+        "unordered-queue",
+        "kafka-log",
+    }
     assert set(MODELS) == expected == set(MODEL_CLASSES)
 
 
