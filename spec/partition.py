@@ -12,7 +12,8 @@ Actions (names follow the TLA+ specs: actor, then verb)
     ProducerSend                  a producer appends one record through a replica that acts as leader
     LeaderHandleFetch             the leader answers a follower's fetch (updates its LEO, ISR, HW)
     FollowerHandleFetchResponse   the follower appends what it fetched and adopts the leader's HW
-    FollowerTruncate              a new follower removes its unconfirmed suffix (rule: `truncation`)
+    FollowerTruncate              a new follower removes its unconfirmed suffix (rules: `truncation`,
+                                  `follower_high_watermark`)
     LeaderShrinkIsr               the leader drops a follower that lagged `replica.lag.time.max.ms`
     ClockTick                     time passes (followers' lag ages grow)
     ControllerMoveLeadership      preferred / reassignment / controlled-shutdown election (clean)
@@ -23,6 +24,11 @@ Actions (names follow the TLA+ specs: actor, then verb)
                                   elects it if the partition is offline and it is eligible
     ReplicaBecomeLeaderOrFollower a broker applies the controller's newest LeaderAndIsr
     LeaderAdvanceLogStartOffset   retention deletes the oldest records (only with `retention`)
+
+Rules
+    Where Kafka's protocol changed (KIP-101, KIP-279, KIP-320, KAFKA-7128, KAFKA-14704), the
+    actions read the rule from the configuration by name (`spec.replication_rules` says what
+    each rule is and which KIP or JIRA introduced it); the defaults are today's rules.
 
 What is abstracted
     LeaderAndIsr propagation is "apply the controller's newest state" (Kafka brokers ignore
@@ -59,6 +65,7 @@ from spec.log import (
     append,
     begin_leader_epoch,
     epoch_start_offset,
+    latest_epoch,
     log_is_well_formed,
     readable_records,
     record_at,
@@ -68,8 +75,19 @@ from spec.log import (
     truncate_to,
     with_high_watermark,
 )
-from spec.truncation import epoch_truncation_offset, high_watermark_truncation_offset
-from spec.types import UNDEFINED_EPOCH, Acks, ErrorCode, Record, ReplicaId, TruncationRule
+from spec.replication_rules import (
+    ElectionRule,
+    FetchFencing,
+    FollowerHighWatermarkRule,
+    IsrJoinRule,
+    TruncationRule,
+)
+from spec.truncation import (
+    epoch_truncation_offset,
+    high_watermark_truncation_offset,
+    offsets_for_leader_epoch,
+)
+from spec.types import UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET, Acks, ErrorCode, Record, ReplicaId
 
 # ---------------------------------------------------------------------------------------
 # Configuration
@@ -80,13 +98,17 @@ from spec.types import UNDEFINED_EPOCH, Acks, ErrorCode, Record, ReplicaId, Trun
 @fast_init
 @dataclass(frozen=True, slots=True)
 class PartitionConfig:
-    """Kafka settings and exploration bounds of one model-checking run."""
+    """Kafka settings, protocol rules (`spec.replication_rules`; the defaults are today's)
+    and exploration bounds of one model-checking run."""
 
     replication_factor: int = 2  # replicas, on brokers 0..R-1; broker 0 leads first
     min_insync_replicas: int = 1  # min.insync.replicas
     producer_acks: tuple[Acks, ...] = (Acks.ALL,)  # the acks settings producers use
-    unclean_leader_election: bool = False  # unclean.leader.election.enable
-    truncation: TruncationRule = TruncationRule.LEADER_EPOCH
+    unclean_leader_election: bool = False  # unclean.leader.election.enable (the election rule)
+    truncation: TruncationRule = TruncationRule.KIP_320
+    fetch_fencing: FetchFencing = FetchFencing.CURRENT_LEADER_EPOCH
+    isr_join: IsrJoinRule = IsrJoinRule.EPOCH_START
+    follower_high_watermark: FollowerHighWatermarkRule = FollowerHighWatermarkRule.OFFSETS_FOR_LEADER_EPOCH
     replica_lag_ticks: int = 0  # replica.lag.time.max.ms in clock ticks: 0 = one tick is the whole lag period
     max_records: int = 2  # bound: records produced
     max_leader_moves: int = 2  # bound: ControllerMoveLeadership elections
@@ -100,6 +122,11 @@ class PartitionConfig:
     def replica_ids(self) -> range:
         """The partition's replica assignment (broker ids), in assignment order."""
         return range(self.replication_factor)
+
+    @property
+    def election(self) -> ElectionRule:
+        """The election rule `unclean.leader.election.enable` selects."""
+        return ElectionRule.of(self.unclean_leader_election)
 
 
 # ---------------------------------------------------------------------------------------
@@ -167,6 +194,9 @@ class Replica:
     progress: tuple[FollowerProgress | None, ...] = ()  # leader only, indexed by replica id
     waiting_acks_all: tuple[tuple[int, int], ...] = ()  # leader only: (offset, value) awaiting HW
     fetch_in_flight: FetchResponse | None = None  # follower only
+    # follower only, `diverging-epoch-hw-first`: the offset a DivergingEpoch answer told it to
+    # truncate to, after it already took the answer's HW (KAFKA-14704's window)
+    pending_truncation: int | None = None
     _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
 
@@ -458,7 +488,7 @@ def _elect_offline_leader(
     for candidate in config.replica_ids:
         if candidate in isr and alive(candidate):
             return candidate, isr, False
-    if config.unclean_leader_election:
+    if config.election is ElectionRule.UNCLEAN:
         for candidate in config.replica_ids:
             if alive(candidate):
                 return candidate, frozenset({candidate}), True
@@ -507,12 +537,14 @@ def leader_handle_fetch(
 ) -> PartitionState | None:
     """The leader answers a follower's fetch at the follower's LEO (`Partition.fetchRecords`).
 
-    Fenced by leader epoch (KIP-320): the request carries the follower's epoch and a leader
-    on another epoch answers FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH, which changes
-    nothing, so the action is simply not enabled then. A fetch beyond the leader's log end or
+    Under the `fetch_fencing` rule `kip-320` the request carries the follower's epoch and a
+    leader on another epoch answers FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH, which changes
+    nothing, so the action is simply not enabled then; under `none` (before KIP-320) a broker
+    that presumes leadership serves whoever fetches from it. A fetch beyond the leader's log end or
     below its log start gets OFFSET_OUT_OF_RANGE. Otherwise the leader records the
     follower's LEO, resets its lag when it reached the leader's LEO, adds it to the ISR when
-    it reached the HW and the epoch start (only the true leader can write the ISR), advances
+    it reached the HW (and the epoch start: rule `isr_join`; only the true leader can write
+    the ISR), advances
     the HW and sends back the records from the fetch offset with the new HW.
     """
     follower = state.replicas[action.follower]
@@ -522,7 +554,12 @@ def leader_handle_fetch(
         return None
     leader_id = follower.leader
     leader = state.replicas[leader_id]
-    if not acts_as_leader(state, leader_id) or leader.leader_epoch != follower.leader_epoch:
+    if not acts_as_leader(state, leader_id):
+        return None
+    if (
+        config.fetch_fencing is FetchFencing.CURRENT_LEADER_EPOCH
+        and leader.leader_epoch != follower.leader_epoch
+    ):
         return None
     fetch_offset = follower.log.log_end_offset
     if fetch_offset > leader.log.log_end_offset or fetch_offset < leader.log.log_start_offset:
@@ -546,11 +583,10 @@ def leader_handle_fetch(
     progress = list(leader.progress)
     progress[action.follower] = FollowerProgress(fetch_offset, ticks)
     leader = replace(leader, progress=tuple(progress))
-    if action.follower not in leader.isr and _is_true_leader(state, leader_id):
-        epoch_start = epoch_start_offset(leader.log.epoch_cache, leader.leader_epoch)
-        if isr_rules.may_join_isr(fetch_offset, leader.log.high_watermark, epoch_start or 0):
-            leader = replace(leader, isr=leader.isr | {action.follower})
-            state = replace(state, controller=replace(state.controller, isr=leader.isr))
+    joins = action.follower not in leader.isr and _is_true_leader(state, leader_id)
+    if joins and _may_join_isr(config, leader, fetch_offset):
+        leader = replace(leader, isr=leader.isr | {action.follower})
+        state = replace(state, controller=replace(state.controller, isr=leader.isr))
     state = advance_leader_high_watermark(config, _with_replica(state, leader_id, leader), leader_id)
     leader = state.replicas[leader_id]
     response = FetchResponse(
@@ -565,12 +601,23 @@ def leader_handle_fetch(
     return _with_replica(state, action.follower, replace(follower, fetch_in_flight=response))
 
 
+def _may_join_isr(config: PartitionConfig, leader: Replica, fetch_offset: int) -> bool:
+    """`Partition.maybeExpandIsr`'s test by the `isr_join` rule: the follower fetched up to
+    the HW, and since KAFKA-7128 also up to the start of the leader's current epoch."""
+    if config.isr_join is IsrJoinRule.EPOCH_START:
+        epoch_start = epoch_start_offset(leader.log.epoch_cache, leader.leader_epoch) or 0
+    else:
+        epoch_start = 0
+    return isr_rules.may_join_isr(fetch_offset, leader.log.high_watermark, epoch_start)
+
+
 def follower_handle_fetch_response(
     config: PartitionConfig, state: PartitionState, action: FollowerHandleFetchResponse
 ) -> PartitionState | None:
     """The follower processes its fetch response (`ReplicaFetcherThread.processPartitionData`).
 
-    A response from another epoch is dropped. On OFFSET_OUT_OF_RANGE the follower truncates
+    A response from another epoch is dropped (KIP-320; before it, under `fetch_fencing` rule
+    `none`, any answer to the fetch in flight is used). On OFFSET_OUT_OF_RANGE the follower truncates
     to the leader's log end when it is ahead of it, or restarts its log at the leader's log
     start when it is behind it. Otherwise it appends the records, sets HW := min(leader HW,
     own LEO) and moves its log start up to the leader's.
@@ -579,7 +626,10 @@ def follower_handle_fetch_response(
     response = follower.fetch_in_flight
     if not follower.alive or response is None:
         return None
-    if response.leader_epoch != follower.leader_epoch or follower.phase is not FetchPhase.FETCHING:
+    fenced = config.fetch_fencing is FetchFencing.CURRENT_LEADER_EPOCH
+    if (
+        fenced and response.leader_epoch != follower.leader_epoch
+    ) or follower.phase is not FetchPhase.FETCHING:
         return _with_replica(state, action.follower, replace(follower, fetch_in_flight=None))
     log = follower.log
     if response.error is ErrorCode.OFFSET_OUT_OF_RANGE:
@@ -601,9 +651,14 @@ def follower_truncate(
 ) -> PartitionState | None:
     """A follower in a new epoch removes the suffix its leader may not share, then fetches.
 
-    `hw` rule: truncate to its own high watermark (no request needed). `epoch` rule: the
-    OffsetsForLeaderEpoch exchange with the leader, which must be on the follower's epoch
-    (KIP-320 fences the truncation phase: an answer from another epoch is never used).
+    Where it truncates is the `truncation` rule (`spec.replication_rules`): its own HW
+    (`hw`), or the answer of the leader it follows to OffsetsForLeaderEpoch in one round
+    (`kip-101`) or several (`kip-279`), which only a leader on the follower's own epoch gives
+    (`kip-320`: an answer from another epoch is never used). The `follower_high_watermark`
+    rule says whether the answer also carries the leader's HW (a Fetch response with a
+    diverging epoch) and whether the follower takes it after truncating or, before
+    KAFKA-14704's fix, first: then the truncation is a second step, and in between the
+    follower's HW covers records its leader does not have.
     """
     follower = state.replicas[action.follower]
     if (
@@ -612,15 +667,28 @@ def follower_truncate(
         or follower.phase is not FetchPhase.TRUNCATING
     ):
         return None
-    if follower.leader is None:
+    leader_id = follower.leader
+    if leader_id is None:
         return None
     log = follower.log
-    if config.truncation is TruncationRule.HIGH_WATERMARK:
+    if follower.pending_truncation is not None:  # the second half of KAFKA-14704's window
+        truncated = replace(
+            follower, log=truncate_to(log, follower.pending_truncation), pending_truncation=None
+        )
+        return _with_replica(state, action.follower, replace(truncated, phase=FetchPhase.FETCHING))
+    rule = config.truncation
+    if not rule.asks_the_leader:
         offset = high_watermark_truncation_offset(log.log_end_offset, log.high_watermark)
+        follower = replace(follower, log=truncate_to(log, offset), phase=FetchPhase.FETCHING)
+        return _with_replica(state, action.follower, follower)
+    leader = state.replicas[leader_id]
+    if not acts_as_leader(state, leader_id):
+        return None  # NOT_LEADER_OR_FOLLOWER: it retries once it learns the new leader
+    if rule.fenced and leader.leader_epoch != follower.leader_epoch:
+        return None  # FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (KIP-320)
+    if rule is TruncationRule.KIP_101:
+        offset = kip101_truncation_offset(log, leader.log)
     else:
-        leader = state.replicas[follower.leader]
-        if not acts_as_leader(state, follower.leader) or leader.leader_epoch != follower.leader_epoch:
-            return None
         offset = epoch_truncation_offset(
             log.epoch_cache,
             log.log_end_offset,
@@ -628,8 +696,37 @@ def follower_truncate(
             leader.log.epoch_cache,
             leader.log.log_end_offset,
         )
-    follower = replace(follower, log=truncate_to(log, offset), phase=FetchPhase.FETCHING)
-    return _with_replica(state, action.follower, follower)
+    hw_rule = config.follower_high_watermark
+    if hw_rule is FollowerHighWatermarkRule.OFFSETS_FOR_LEADER_EPOCH:
+        follower = replace(follower, log=truncate_to(log, offset), phase=FetchPhase.FETCHING)
+        return _with_replica(state, action.follower, follower)
+    leader_high_watermark = leader.log.high_watermark
+    if hw_rule is FollowerHighWatermarkRule.DIVERGING_EPOCH or offset >= log.log_end_offset:
+        log = truncate_to(log, offset)
+        log = with_high_watermark(
+            log, isr_rules.follower_high_watermark(leader_high_watermark, log.log_end_offset)
+        )
+        return _with_replica(state, action.follower, replace(follower, log=log, phase=FetchPhase.FETCHING))
+    # Before KAFKA-14704: `processPartitionData` takes the response's HW, then the diverging
+    # epoch is handled; the truncation waits for the next step.
+    log = with_high_watermark(
+        log, isr_rules.follower_high_watermark(leader_high_watermark, log.log_end_offset)
+    )
+    return _with_replica(state, action.follower, replace(follower, log=log, pending_truncation=offset))
+
+
+def kip101_truncation_offset(follower_log: ReplicaLog, leader_log: ReplicaLog) -> int:
+    """Where a follower truncates under KIP-101 as first shipped (Kafka 0.11): one
+    OffsetsForLeaderEpoch round for its latest epoch, whose answer is an offset only (the
+    start of the leader's next epoch), taken as it is (`Kip101.tla`'s
+    `LookupOffsetForEpoch`). Without a known epoch, on either side, its own HW."""
+    requested = latest_epoch(follower_log.epoch_cache)
+    if requested == UNDEFINED_EPOCH:
+        return min(follower_log.high_watermark, follower_log.log_end_offset)
+    _, end = offsets_for_leader_epoch(leader_log.epoch_cache, leader_log.log_end_offset, requested)
+    if end == UNDEFINED_EPOCH_OFFSET:
+        return min(follower_log.high_watermark, follower_log.log_end_offset)
+    return min(end, follower_log.log_end_offset)
 
 
 def leader_shrink_isr(
@@ -805,7 +902,7 @@ def broker_restart(
         return state
     if action.replica in controller.isr:
         controller = replace(controller, leader=action.replica, leader_epoch=controller.leader_epoch + 1)
-    elif config.unclean_leader_election:
+    elif config.election is ElectionRule.UNCLEAN:
         controller = replace(
             controller,
             leader=action.replica,

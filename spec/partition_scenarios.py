@@ -17,7 +17,8 @@ from spec.checker import Model
 from spec.machines import Diagram, Machine, Scenario, Setting, parse_bool, parse_count
 from spec.partition import Action, PartitionConfig, PartitionState, Role
 from spec.partition_view import describe_state, explain, state_json
-from spec.types import Acks, TruncationRule
+from spec.replication_rules import FetchFencing, FollowerHighWatermarkRule, IsrJoinRule, TruncationRule
+from spec.types import Acks
 
 
 def _parse_acks_list(text: str) -> tuple[Acks, ...]:
@@ -32,7 +33,18 @@ SETTINGS: Mapping[str, Setting] = {
     "min.insync.replicas": Setting("min_insync_replicas", parse_count(1, 4), "min.insync.replicas"),
     "acks": Setting("producer_acks", _parse_acks_list, "comma-separated producer acks: 0, 1, all"),
     "unclean.leader.election.enable": Setting("unclean_leader_election", parse_bool, "true or false"),
-    "truncation": Setting("truncation", TruncationRule.parse, "epoch (KIP-101/279) or hw (pre-0.11)"),
+    "truncation": Setting(
+        "truncation", TruncationRule.parse, "hw (pre-0.11), kip-101, kip-279 or kip-320 (alias epoch)"
+    ),
+    "fetch.fencing": Setting(
+        "fetch_fencing", FetchFencing.parse, "kip-320 (current leader epoch in Fetch) or none"
+    ),
+    "isr.join": Setting("isr_join", IsrJoinRule.parse, "kafka-7128 (HW and epoch start) or hw"),
+    "follower.high.watermark": Setting(
+        "follower_high_watermark",
+        FollowerHighWatermarkRule.parse,
+        "offsets-for-leader-epoch, diverging-epoch or diverging-epoch-hw-first (before KAFKA-14704)",
+    ),
     "replica.lag.time.max.ticks": Setting("replica_lag_ticks", parse_count(0, 5), "lag limit in clock ticks"),
     "max.records": Setting("max_records", parse_count(0, 6), "bound on records produced"),
     "max.crashes": Setting("max_crashes", parse_count(0, 6), "bound on broker crashes"),
@@ -47,7 +59,8 @@ SETTINGS: Mapping[str, Setting] = {
     ),
     "retention": Setting("retention", parse_bool, "explore retention moving the log start offset"),
 }
-"""The partition's `--set` keys: the config field each sets, its parser, and what it means."""
+"""The partition's `--set` keys: the config field each sets, its parser, and what it means
+(the protocol rules' values are those of `spec.replication_rules`)."""
 
 
 def model_for(

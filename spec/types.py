@@ -16,6 +16,10 @@ import enum
 from dataclasses import dataclass
 from typing import TypeAlias
 
+# The truncation rule belongs to the vocabulary shared with implementations; its members and
+# what each means (KIP-101, KIP-279, KIP-320) are in `spec.replication_rules`.
+from spec.replication_rules import TruncationRule as TruncationRule  # noqa: PLC0414 (re-exported)
+
 ReplicaId: TypeAlias = int
 """A broker id; in a single-partition model each broker holds one replica (broker i, replica i)."""
 
@@ -84,18 +88,3 @@ class ErrorCode(enum.Enum):
     UNKNOWN_LEADER_EPOCH = 75
 
     __hash__ = object.__hash__  # members are singletons: hashing by identity is cheaper than Enum's
-
-
-class TruncationRule(enum.Enum):
-    """How a replica that becomes a follower decides where its log diverges from the leader."""
-
-    LEADER_EPOCH = "epoch"  # KIP-101 / KIP-279: ask the leader (OffsetsForLeaderEpoch)
-    HIGH_WATERMARK = "hw"  # before Kafka 0.11: truncate to the replica's own high watermark
-
-    @classmethod
-    def parse(cls, text: str) -> TruncationRule:
-        """Parse `epoch` or `hw`."""
-        for rule in cls:
-            if rule.value == text.strip().lower():
-                return rule
-        raise ValueError(f"truncation must be 'epoch' or 'hw', not {text!r}")
