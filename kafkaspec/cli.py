@@ -16,6 +16,7 @@ import math
 import os
 import sys
 import tempfile
+import textwrap
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
@@ -76,9 +77,11 @@ class UsageProblem(click.UsageError):
     """A problem with what the user asked for; reported in one line with exit code 2."""
 
 
-def _stdout_console() -> Console:
-    """A console for stdout: the terminal's width, or a wide fixed width when piped/logged."""
-    return Console(soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+def _stdout_console(soft_wrap: bool = True) -> Console:
+    """A console for stdout: the terminal's width (or `COLUMNS`, when set), or a wide fixed
+    width when piped/logged. `soft_wrap=False`: prose wraps at that width (tables always fit it)."""
+    sized = sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit()
+    return Console(soft_wrap=soft_wrap, width=None if sized else 160)
 
 
 def _parse_set(values: Sequence[str]) -> dict[str, str]:
@@ -183,43 +186,75 @@ def scenarios_command(names: tuple[str, ...], as_json: bool) -> None:
         }
         click.echo(json.dumps(document, indent=2))
         return
-    console = _stdout_console()
+    console = _stdout_console(soft_wrap=False)
     if names:
         for scenario in chosen:
             _print_scenario(console, scenario)
         return
-    from rich.table import Table  # only the scenario list and `check --all` print a table
+    # rich.table only for the scenario list and `check --all`; every table fits the console's
+    # width (80 columns included): long names fold, descriptions wrap, nothing is cropped
+    from rich import box
+    from rich.padding import Padding
+    from rich.table import Table
 
-    table = Table(title="kafkaspec scenarios", show_lines=True)
-    table.add_column("scenario", no_wrap=True)
-    table.add_column("machine", no_wrap=True)
-    table.add_column("expected", no_wrap=True)
-    table.add_column("what it shows")
-    for scenario in chosen:
-        table.add_row(scenario.name, scenario.machine.name, scenario.expected, scenario.summary)
-    console.print(table)
+    machines = list({id(scenario.machine): scenario.machine for scenario in chosen}.values())
+    for machine in machines:
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left", title_style="bold")
+        table.title = f"{machine.name}: {machine.title}"
+        table.add_column("scenario (expected)", no_wrap=True)  # whole, so it can be copied
+        table.add_column("what it shows", overflow="fold")
+        for scenario in chosen:
+            if scenario.machine is machine:
+                table.add_row(f"{scenario.name}\n[dim]({scenario.expected})[/dim]", scenario.summary)
+        console.print(table)
     console.print(
-        "Configuration keys for `check --set key=value` (`kafkaspec scenarios NAME` for one in full):"
+        "Configuration keys for `check --set key=value` (`kafkaspec scenarios NAME` for one in full):",
+        highlight=False,
     )
+    keys = Table(box=None, show_header=False, pad_edge=False, padding=(0, 2, 0, 0))
+    keys.add_column("key", no_wrap=True)
+    keys.add_column("description", overflow="fold")
     for key, description in override_keys(chosen).items():
-        console.print(f"  {key:34} {description}", highlight=False)
+        keys.add_row(key, description)
+    console.print(Padding(keys, (0, 0, 0, 2)))
+
+
+def _wrapped(console: Console, text: str, indent: int = 0, hanging: int = 4) -> None:
+    """Print `text` wrapped at the console's width: `indent` spaces before the first line,
+    `indent + hanging` before the others (so a wrapped line still reads as part of its item)."""
+    lines = textwrap.wrap(
+        text,
+        width=max(console.width, 40),
+        initial_indent=" " * indent,
+        subsequent_indent=" " * (indent + hanging),
+        break_on_hyphens=False,
+    )
+    for line in lines or [""]:
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
 
 
 def _print_scenario(console: Console, scenario: Scenario[Any]) -> None:
     """One scenario in full, as `kafkaspec scenarios NAME` shows it."""
+    from kafkaspec.witnesses import known_witnesses
     from spec.machines import plain  # loaded with the scenarios anyway: see _known_scenarios
 
-    console.print(f"[bold]{scenario.name}[/bold] ({scenario.machine.name}: {scenario.machine.title})")
-    console.print(f"  {scenario.summary}", highlight=False)
-    console.print(f"  expected: {scenario.expected}; depth bound {scenario.max_depth}", highlight=False)
+    _wrapped(console, f"{scenario.name} ({scenario.machine.name}: {scenario.machine.title})")
+    _wrapped(console, scenario.summary, 2, 0)
+    _wrapped(console, f"expected: {scenario.expected}; depth bound {scenario.max_depth}", 2)
     if scenario.reference:
-        console.print(f"  source: {scenario.reference}", highlight=False)
-    console.print(f"  invariants: {', '.join(scenario.invariants)}", highlight=False)
+        _wrapped(console, f"source: {scenario.reference}", 2)
+    _wrapped(console, f"invariants: {', '.join(scenario.invariants)}", 2)
     if scenario.witnesses:
-        console.print(f"  witnesses (must be reachable): {', '.join(scenario.witnesses)}", highlight=False)
-    console.print("  configuration:", highlight=False)
-    for key, value in plain(scenario.config).items():
-        console.print(f"    {key} = {json.dumps(value)}", highlight=False)
+        _wrapped(console, f"witnesses (must be reachable): {', '.join(scenario.witnesses)}", 2)
+    others = [name for name in known_witnesses(scenario) if name not in scenario.witnesses]
+    if others:
+        _wrapped(console, f"other witnesses of the machine: {', '.join(others)}", 2)
+    _wrapped(console, f"a witness's shortest trace: kafkaspec check {scenario.name} --witness WITNESS", 2)
+    _wrapped(console, "configuration (--set key):", 2)
+    keys = {setting.field: key for key, setting in scenario.machine.settings.items()}
+    for name, value in plain(scenario.config).items():
+        key = f" ({keys[name]})" if name in keys else ""
+        _wrapped(console, f"{name}{key} = {json.dumps(value)}", 4)
 
 
 def _print_outcome(
@@ -304,6 +339,13 @@ def _parse_workers(context: click.Context, parameter: click.Parameter, value: st
 @click.option(
     "--full-state", is_flag=True, help="Print the whole state at every trace step, not what changed."
 )
+@click.option(
+    "--witness",
+    metavar="WITNESS",
+    default=None,
+    help="Print a shortest trace to a state where this witness holds (one scenario; its witnesses "
+    "are listed by `kafkaspec scenarios NAME`).",
+)
 def check_command(
     names: tuple[str, ...],
     check_all: bool,
@@ -313,24 +355,30 @@ def check_command(
     as_json: bool,
     no_trace: bool,
     full_state: bool,
+    witness: str | None,
 ) -> None:
     """Model-check scenarios; print the shortest counterexample of each violation.
 
     Exit 0 when no violation is found within the bound (with --all: when every scenario
-    has its expected outcome), 1 otherwise, 2 on bad input.
+    has its expected outcome), 1 otherwise, 2 on bad input. With --witness: exit 0 when the
+    witness is reached within the bound, 1 when it is not.
     """
     from spec.scenarios import SCENARIOS, ConfigError, check_overrides, run_scenario  # see _known_scenarios
 
     if not names and not check_all:
         raise UsageProblem("name at least one scenario, or use --all (see `kafkaspec scenarios`)")
+    if witness is not None and (check_all or len(names) != 1):
+        raise UsageProblem("--witness needs exactly one scenario name")
     chosen = list(SCENARIOS) if check_all else _known_scenarios(names)
     overrides = _parse_set(settings)
     try:
         check_overrides(chosen, overrides)
     except ConfigError as error:
         raise UsageProblem(str(error)) from None
+    if witness is not None:
+        sys.exit(_check_witness(chosen[0], witness, max_depth, overrides, workers, as_json, full_state))
 
-    console = _stdout_console()
+    console = _stdout_console(soft_wrap=False)
     outcomes: list[ScenarioOutcome[Any]] = []
     with _progress(Console(stderr=True), sys.stderr.isatty() and not as_json) as progress_for:
         for scenario in chosen:
@@ -362,6 +410,69 @@ def check_command(
     else:
         code = EXIT_VIOLATION if any(outcome.result.violation for outcome in outcomes) else EXIT_OK
     sys.exit(code)
+
+
+def _check_witness(
+    scenario: Scenario[Any],
+    name: str,
+    max_depth: int | None,
+    overrides: dict[str, str],
+    workers: int,
+    as_json: bool,
+    full_state: bool,
+) -> int:
+    """`check NAME --witness W`: a shortest trace to the witness, rendered like a counterexample."""
+    from kafkaspec import render  # the model checker's trace printing: only check needs it
+    from kafkaspec.witnesses import known_witnesses, witness_trace
+
+    known = known_witnesses(scenario)
+    if name not in known:
+        own = ", ".join(scenario.witnesses) or "none"
+        others = ", ".join(item for item in known if item not in scenario.witnesses)
+        raise UsageProblem(
+            f"scenario {scenario.name!r} has no witness {name!r} (its witnesses: {own}"
+            + (f"; its machine's others: {others})" if others else ")")
+        )
+    config = scenario.machine.apply_overrides(scenario.config, overrides)
+    depth = scenario.max_depth if max_depth is None else max_depth
+    with _progress(Console(stderr=True), sys.stderr.isatty() and not as_json) as progress_for:
+        found = witness_trace(
+            scenario, config, name, depth, _state_counter(progress_for(f"{scenario.name} {name}")), workers
+        )
+    steps = len(found.trace) - 1 if found.trace is not None else None
+    if as_json:
+        document = {
+            "scenario": scenario.name,
+            "witness": name,
+            "reached": found.reached,
+            "steps": steps,
+            "max_depth": depth,
+            "states": found.states,
+            "shows": found.sentence,
+            "trace": render.trace_json(scenario.machine, found.trace) if found.trace is not None else None,
+        }
+        click.echo(json.dumps(document, indent=2))
+        return EXIT_OK if found.reached else EXIT_VIOLATION
+    console = _stdout_console(soft_wrap=False)
+    if found.trace is None:
+        console.print(
+            f"[bold]{scenario.name}[/bold]: witness {name} not reached within depth bound {depth} "
+            f"({found.states:,} distinct states)",
+            highlight=False,
+        )
+        return EXIT_VIOLATION
+    console.print(
+        f"[bold]{scenario.name}[/bold]: witness [bold]{name}[/bold] reached after {steps} steps "
+        f"(depth bound {depth}, {found.states:,} distinct states)",
+        highlight=False,
+    )
+    console.print(
+        "  a shortest trace (the scenario's invariants are not checked on the way):", highlight=False
+    )
+    for line in render.describe_trace(scenario.machine, found.trace, full_state):
+        console.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)
+    console.print(f"  shows: {found.sentence}", highlight=False, markup=False)
+    return EXIT_OK
 
 
 def _parse_positive_seconds(context: click.Context, parameter: click.Parameter, value: str) -> float:
@@ -594,7 +705,8 @@ def verify_command(
     "FACTORY(settings) a conformance.coordinator_sut.ClassicCoordinatorUnderTest for --suite coordinator, "
     "FACTORY(settings) a conformance.controller_sut.ControllerUnderTest for --suite controller, "
     "FACTORY(settings) a conformance.consumer_group_sut.ConsumerGroupCoordinatorUnderTest for "
-    "--suite consumer-group).",
+    "--suite consumer-group, FACTORY(settings) a conformance.zk_broker_sut.ZkBrokerUnderTest for "
+    "--suite zk-broker).",
 )
 @click.option(
     "--suite",
@@ -612,6 +724,9 @@ def verify_command(
             "consumer-group",
             "consumer-group-exhaustive",
             "consumer-group-machine",
+            "zk-broker",
+            "zk-broker-exhaustive",
+            "zk-broker-machine",
             "all",
         ]
     ),
@@ -619,7 +734,8 @@ def verify_command(
     help="Which suite to run: the replica log, the replicated partition (random command "
     "sequences), every spec state within --depth (exhaustive), the classic group coordinator "
     "(coordinator: its exhaustive suite and its random machine), the KRaft controller (controller: "
-    "the same two), the KIP-848 consumer-group coordinator (consumer-group: the same two), or all of them "
+    "the same two), the KIP-848 consumer-group coordinator (consumer-group: the same two), the ZooKeeper-era "
+    "broker's handling of control requests (zk-broker: the same two), or all of them "
     "[default: all for impl and reference, log for MODULE:FACTORY, which must name one suite].",
 )
 @click.option(
@@ -772,21 +888,29 @@ def _window(report: HistoryReport) -> list[Operation]:
 
 
 def _print_summary(console: Console, outcomes: list[ScenarioOutcome[Any]]) -> None:
-    from rich.table import Table  # only the scenario list and `check --all` print a table
+    """The table of `check --all`: one row per scenario, fitting the console's width (80
+    columns included: only a name longer than the room left folds onto a second line). The
+    expected outcome is not a column: the mark says whether the found one is it."""
+    from rich import box  # rich.table only for the scenario list and `check --all`
+    from rich.table import Table
 
-    table = Table(title="kafkaspec check --all")
-    for column in ("scenario", "expected", "found"):
-        table.add_column(column, no_wrap=True)
+    table = Table(title="kafkaspec check --all", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("scenario", overflow="fold")
+    table.add_column("found", no_wrap=True)
     for column in ("states", "seconds", "trace"):
         table.add_column(column, justify="right", no_wrap=True)
     table.add_column("", no_wrap=True)
     for outcome in outcomes:
         result = outcome.result
         steps = str(len(result.violation.trace) - 1) if result.violation else "-"
-        mark = "ok" if outcome.as_expected else "MISMATCH"
+        if outcome.as_expected:
+            mark = "ok"
+        elif outcome.found == outcome.scenario.expected:
+            mark = "VACUOUS"  # no violation, as expected, but a witness was never reached
+        else:
+            mark = "MISMATCH"
         table.add_row(
             outcome.scenario.name,
-            outcome.scenario.expected,
             outcome.found,
             f"{result.distinct_states:,}",
             f"{result.seconds:.1f}",
@@ -798,7 +922,8 @@ def _print_summary(console: Console, outcomes: list[ScenarioOutcome[Any]]) -> No
     matched = sum(outcome.as_expected for outcome in outcomes)
     console.print(
         f"{matched}/{len(outcomes)} scenarios as expected in {total:.1f} s. "
-        "Run `kafkaspec check NAME` to see a counterexample step by step.",
+        "Run `kafkaspec check NAME` to see a counterexample step by step, "
+        "`kafkaspec check NAME --witness W` a witness.",
         highlight=False,
     )
 

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkaspec.render import action_name, describe_action
+from kafkaspec.witnesses import WitnessTrace, witness_trace
 from spec.checker import CheckResult, Model, TraceStep, check, default_workers
 from spec.machines import Machine, Scenario, ScenarioOutcome, run_scenario
 from spec.scenarios import MACHINES, SCENARIOS
@@ -902,37 +903,12 @@ def module_page(module_name: str) -> str:
     return "\n".join(out)
 
 
-@dataclass(frozen=True)
-class WitnessTrace:
-    """A shortest trace to a state where a witness holds."""
-
-    name: str
-    description: str
-    trace: tuple[TraceStep[Any, Any], ...] | None  # None: not reached within the bound
-
-
-def _negated(predicate: Callable[[Any], bool]) -> Callable[[Any], bool]:
-    return lambda state: not predicate(state)
-
-
 def witness_traces(outcome: ScenarioOutcome[Any]) -> list[WitnessTrace]:
-    """For each witness of the scenario, a shortest trace to it: the scenario's model checked
-    with "not the witness" as its only invariant (the checker's breadth-first counterexample
-    is a shortest path to the first such state)."""
+    """For each witness of the scenario, a shortest trace to it (`kafkaspec.witnesses`: the
+    scenario's model checked with "not the witness" as its only invariant, so the checker's
+    breadth-first counterexample is a shortest path to the first such state)."""
     scenario = outcome.scenario
-    model = scenario.machine.model(outcome.config, (), scenario.witnesses)
-    traces = []
-    for name, witness in model.witnesses.items():
-        probe: Model[Any, Any] = Model(
-            model.initial_states,
-            model.candidate_actions,
-            model.step,
-            {name: _negated(witness)},
-            canonical=model.canonical,
-        )
-        violation = check(probe, outcome.max_depth).violation
-        traces.append(WitnessTrace(name, _docstring(witness), violation.trace if violation else None))
-    return traces
+    return [witness_trace(scenario, outcome.config, name, outcome.max_depth) for name in scenario.witnesses]
 
 
 def scenario_page(outcome: ScenarioOutcome[Any], witnesses: Sequence[WitnessTrace], doc: MachineDoc) -> str:
@@ -1022,8 +998,9 @@ def scenario_page(outcome: ScenarioOutcome[Any], witnesses: Sequence[WitnessTrac
             if witness.trace is None:
                 out.append("Not reached within the bound.\n")
                 continue
-            reached = _html_code(first_sentence(witness.description))
-            last = f"Reached <code>{html.escape(witness.name)}</code>: {reached}"
+            reached = _html_code(witness.sentence)
+            steps = len(witness.trace) - 1
+            last = f"Reached <code>{html.escape(witness.name)}</code> in {steps} steps: {reached}."
             out.append(_raw_html(trace_html(machine, witness.trace, last, reached=True)))
     return "\n".join(out)
 
