@@ -15,7 +15,7 @@ exhaustive suite, then its random machine. The unmutated copy is run first, on e
 chosen mutant needs, and must conform.
 
 Usage: ``python -m bench.mutation [--examples 300] [--seed 0] [--jobs 2] [--only NAME ...]
-[--suite log|partition|coordinator|controller|consumer-group]``
+[--suite log|partition|coordinator|controller|consumer-group|zk-broker]``
 """
 
 from __future__ import annotations
@@ -58,6 +58,8 @@ CONSUMER_GROUP = "consumer-group"
 COORDINATOR = "coordinator"
 K = "controller.py"
 CONTROLLER = "controller"
+Z = "zk_broker.py"
+ZK_BROKER = "zk-broker"
 
 MUTANTS: tuple[Mutant, ...] = (
     Mutant(
@@ -804,9 +806,65 @@ MUTANTS: tuple[Mutant, ...] = (
         "the offset-retention timer is never armed when a group loses its last member",
         CONSUMER_GROUP,
     ),
+    Mutant(
+        "older-controller-epoch-accepted",
+        Z,
+        "        if controller_epoch < self.controller_epoch:",
+        "        if False:",
+        "a broker obeys a request from an older controller epoch (a zombie controller)",
+        ZK_BROKER,
+    ),
+    Mutant(
+        "broker-epoch-unchecked",
+        Z,
+        "        if broker_epoch != UNKNOWN_BROKER_EPOCH and broker_epoch < self.broker_epoch:",
+        "        if False:",
+        "a request for an earlier incarnation of the broker is obeyed (KIP-380)",
+        ZK_BROKER,
+    ),
+    Mutant(
+        "controller-epoch-not-recorded",
+        Z,
+        "        self.controller_epoch = controller_epoch\n        return KafkaError.NONE",
+        "        return KafkaError.NONE",
+        "the broker never learns a newer controller epoch, so it cannot fence the older one",
+        ZK_BROKER,
+    ),
+    Mutant(
+        "older-leader-epoch-applied",
+        Z,
+        "            if state.leader_epoch < partition.leader_epoch:",
+        "            if False:",
+        "a LeaderAndIsr with an older leader epoch is applied",
+        ZK_BROKER,
+    ),
+    Mutant(
+        "equal-leader-epoch-applied",
+        Z,
+        "            elif state.leader_epoch == partition.leader_epoch:",
+        "            elif False:",
+        "a LeaderAndIsr with the leader epoch the broker has is applied again (ZooKeeper mode ignores it)",
+        ZK_BROKER,
+    ),
+    Mutant(
+        "non-replica-becomes-follower",
+        Z,
+        "            elif self.broker_id not in state.replicas:",
+        "            elif False:",
+        "a broker left out of the assignment obeys a LeaderAndIsr for the partition",
+        ZK_BROKER,
+    ),
+    Mutant(
+        "deleted-partition-keeps-epoch",
+        Z,
+        "                self.partitions.pop(partition_id, None)",
+        "                self.partitions.get(partition_id)",
+        "StopReplica with delete leaves the partition (and its leader epoch) hosted",
+        ZK_BROKER,
+    ),
 )
 
-SUITES = ("log", PARTITION, COORDINATOR, CONTROLLER, CONSUMER_GROUP)
+SUITES = ("log", PARTITION, COORDINATOR, CONTROLLER, CONSUMER_GROUP, ZK_BROKER)
 
 CONFORMANCE_SUITES = {
     CONSUMER_GROUP: "consumer-group-exhaustive,consumer-group-machine",
@@ -814,12 +872,14 @@ CONFORMANCE_SUITES = {
     PARTITION: "exhaustive,partition",
     COORDINATOR: "coordinator-exhaustive,coordinator-machine",
     CONTROLLER: "controller-exhaustive,controller-machine",
+    ZK_BROKER: "zk-broker-exhaustive,zk-broker-machine",
 }
 """The conformance suites run for each kind of mutant, in order, until one detects it: the
 replication mutants first meet the exhaustive suite (deterministic, every spec state within
 its depth), then the random partition machine (deeper, sampled); the coordinator mutants
-likewise the coordinator's exhaustive suite, then its random machine, and the KRaft controller
-mutants the controller's."""
+likewise the coordinator's exhaustive suite, then its random machine, the KRaft controller
+mutants the controller's, and the ZooKeeper-era broker mutants (`impl/zk_broker.py`) the
+zk-broker suites."""
 
 CHILD = """
 import json, sys

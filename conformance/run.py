@@ -17,6 +17,11 @@ consumer-group coordinator's suites (``consumer-group`` names both,
 (`conformance.consumer_group_exhaustive`: every state of `spec.group.consumer` within `depth`
 actions in each consumer scenario, as the coordinator's requests) and
 ``consumer-group-machine`` (`conformance.machines.consumer_group`: random requests and timers).
+The ZooKeeper-era broker's suites (``zk-broker`` names both, `conformance.zk_broker_sut`: the
+broker half of the ZooKeeper-era controller protocol, where zombie controllers are fenced):
+``zk-broker-exhaustive`` (`conformance.zk_broker_exhaustive`: every short sequence of control
+requests around the broker's epochs) and ``zk-broker-machine``
+(`conformance.machines.zk_broker`: random requests from successive controllers and zombies).
 `run_conformance("impl", examples=200, seed=0)` runs every suite that applies to the target,
 the random ones each for `examples` generated command sequences.
 
@@ -27,8 +32,9 @@ Which suites run
     returns a `LogUnderTest`), ``partition`` or ``exhaustive`` (``FACTORY(settings)``
     returns a `PartitionUnderTest`), ``coordinator`` (``FACTORY(settings)`` returns a
     `ClassicCoordinatorUnderTest`), ``controller`` (``FACTORY(settings)`` returns a
-    `ControllerUnderTest`) or ``consumer-group`` (``FACTORY(settings)`` returns a
-    `ConsumerGroupCoordinatorUnderTest`); ``all`` with ``MODULE:FACTORY`` raises ValueError.
+    `ControllerUnderTest`), ``consumer-group`` (``FACTORY(settings)`` returns a
+    `ConsumerGroupCoordinatorUnderTest`) or ``zk-broker`` (``FACTORY(settings)`` returns a
+    `ZkBrokerUnderTest`); ``all`` with ``MODULE:FACTORY`` raises ValueError.
 
 Determinism and failures
     With a seed a run is deterministic (Hypothesis's `@seed`: the same seed gives the same
@@ -57,7 +63,12 @@ from hypothesis.errors import FlakyFailure
 from hypothesis.reporting import with_reporter
 from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test
 
-from conformance import consumer_group_exhaustive, controller_exhaustive, coordinator_exhaustive
+from conformance import (
+    consumer_group_exhaustive,
+    controller_exhaustive,
+    coordinator_exhaustive,
+    zk_broker_exhaustive,
+)
 from conformance.exhaustive import DEFAULT_DEPTH, run_exhaustive
 from conformance.guard import DEFAULT_COMMAND_SECONDS, TargetHungError, check_command_seconds
 from conformance.machines.consumer_group import consumer_group_machine_for
@@ -65,6 +76,7 @@ from conformance.machines.controller import controller_machine_for
 from conformance.machines.coordinator import coordinator_machine_for
 from conformance.machines.log import machine_for
 from conformance.machines.partition import partition_machine_for
+from conformance.machines.zk_broker import zk_broker_machine_for
 
 STEPS_PER_EXAMPLE = {
     "log": 40,
@@ -72,6 +84,7 @@ STEPS_PER_EXAMPLE = {
     "coordinator-machine": 60,
     "controller-machine": 50,
     "consumer-group-machine": 60,
+    "zk-broker-machine": 40,
 }
 """Commands per generated sequence. Replication needs longer ones: the states where
 implementations differ (several truncation rounds after repeated leader changes, a follower
@@ -87,6 +100,8 @@ SUITES = (
     "controller-machine",
     "consumer-group-exhaustive",
     "consumer-group-machine",
+    "zk-broker-exhaustive",
+    "zk-broker-machine",
 )
 """Every suite, in the order `all` runs them."""
 
@@ -94,6 +109,7 @@ SUITE_GROUPS = {
     "coordinator": ("coordinator-exhaustive", "coordinator-machine"),
     "controller": ("controller-exhaustive", "controller-machine"),
     "consumer-group": ("consumer-group-exhaustive", "consumer-group-machine"),
+    "zk-broker": ("zk-broker-exhaustive", "zk-broker-machine"),
 }
 """Names for several suites of one interface: ``coordinator`` is the classic group
 coordinator's exhaustive suite and its random machine (`conformance.coordinator_sut`)."""
@@ -147,8 +163,8 @@ def suites_for(target: str, suite: str | None) -> tuple[str, ...]:
             "so name its suite: log (FACTORY() returns a LogUnderTest), partition "
             "(FACTORY(settings) returns a PartitionUnderTest), coordinator (FACTORY(settings) "
             "returns a ClassicCoordinatorUnderTest), consumer-group (FACTORY(settings) returns a "
-            "ConsumerGroupCoordinatorUnderTest) or controller (FACTORY(settings) returns a "
-            "ControllerUnderTest)"
+            "ConsumerGroupCoordinatorUnderTest), controller (FACTORY(settings) returns a "
+            "ControllerUnderTest) or zk-broker (FACTORY(settings) returns a ZkBrokerUnderTest)"
         )
     return SUITES
 
@@ -202,6 +218,7 @@ _MACHINES: tuple[tuple[str, Callable[[str, float], type[RuleBasedStateMachine]]]
     ("coordinator", coordinator_machine_for),
     ("controller", controller_machine_for),
     ("consumer-group", consumer_group_machine_for),
+    ("zk-broker", zk_broker_machine_for),
 )
 """The state machine of each interface, by the suite name's prefix (the partition's otherwise)."""
 
@@ -235,6 +252,9 @@ _EXHAUSTIVE_RUNS: Mapping[str, Callable[[str, int, float], _ExhaustiveOutcome]] 
         target, depth, command_seconds=seconds
     ),
     "consumer-group-exhaustive": lambda target, depth, seconds: consumer_group_exhaustive.run_exhaustive(
+        target, depth, command_seconds=seconds
+    ),
+    "zk-broker-exhaustive": lambda target, depth, seconds: zk_broker_exhaustive.run_exhaustive(
         target, depth, command_seconds=seconds
     ),
 }
@@ -283,5 +303,15 @@ def _run_machine(
         return SuiteResult(suite, False, failure, time.perf_counter() - started)
     except TargetHungError as hung:  # not shrunk: see `conformance.guard`
         failure = "\n".join([*lines, f"TargetHungError: {hung}"])
+        return SuiteResult(suite, False, failure, time.perf_counter() - started)
+    except ExceptionGroup as group:  # Hypothesis found several distinct divergences
+        divergences, others = group.split(AssertionError)
+        if divergences is None or others is not None:
+            raise
+        reports = [
+            "\n".join([*map(str, getattr(error, "__notes__", [])), f"{type(error).__name__}: {error}"])
+            for error in divergences.exceptions
+        ]
+        failure = "\n\n".join([*lines, *reports])
         return SuiteResult(suite, False, failure, time.perf_counter() - started)
     return SuiteResult(suite, True, None, time.perf_counter() - started)

@@ -1,4 +1,4 @@
-"""The Kafka protocol error codes the KRaft controller spec answers with.
+"""The Kafka protocol error codes the controller specs answer with (KRaft and ZooKeeper-era).
 
 Kafka's `org.apache.kafka.common.protocol.Errors`. Errors are values inside responses, as on
 Kafka's wire; the numbers are Kafka's codes.
@@ -14,6 +14,7 @@ class KafkaError(enum.Enum):
 
     NONE = 0
     UNKNOWN_TOPIC_OR_PARTITION = 3
+    STALE_CONTROLLER_EPOCH = 11
     TOPIC_ALREADY_EXISTS = 36
     INVALID_REPLICATION_FACTOR = 38
     INVALID_REPLICA_ASSIGNMENT = 39

@@ -15,6 +15,12 @@ What it is
     constants are the spec's own (`spec.controller.kraft_errors`, `kraft_partitions`,
     `kraft_alter_partition`), re-exported here so there is one definition of each.
 
+The ZooKeeper-era broker (the second half of this module)
+    The control requests a ZooKeeper-era controller sends a broker (LeaderAndIsr,
+    StopReplica, UpdateMetadata, one partition each), the broker's answer and what it
+    shows (`ZkBrokerView`), shared by `reference.zk_broker`, `impl.zk_broker` and
+    `conformance.zk_broker_sut`.
+
 Simplifications
     Partitions are numbered (`PartitionId`) rather than named by topic and index; a topic's
     `unclean.leader.election.enable` is a flag of each partition. Broker epochs and
@@ -42,16 +48,23 @@ __all__ = [
     "BrokerRegistrationRequest",
     "BrokerRegistrationResponse",
     "BrokerView",
+    "ControlRequest",
+    "ControlResponse",
     "ControllerResponse",
     "ControllerSettings",
     "ControllerView",
     "CreatePartitionRequest",
     "KafkaError",
+    "LeaderAndIsrRequest",
     "LeaderRecoveryState",
     "PartitionId",
     "PartitionView",
     "ReassignPartitionRequest",
+    "StopReplicaRequest",
     "UncleanElectionRequest",
+    "UpdateMetadataRequest",
+    "ZkBrokerSettings",
+    "ZkBrokerView",
 ]
 
 BrokerId = int
@@ -211,3 +224,84 @@ class ControllerView:
     log_end: int
     brokers: tuple[BrokerView, ...]
     partitions: tuple[PartitionView, ...]
+
+
+# ---------------------------------------------------------------------------------------
+# The ZooKeeper-era broker: the control requests it answers and what it shows
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ZkBrokerSettings:
+    """A ZooKeeper-era broker as it starts: its id and the broker epoch its registration got
+    (KIP-380: the czxid of its `/brokers/ids/<id>` znode)."""
+
+    broker_id: BrokerId = 0
+    broker_epoch: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsrRequest:
+    """A ZooKeeper-era controller's LeaderAndIsr for one partition (`LeaderAndIsrRequest`,
+    `LeaderAndIsrPartitionState`): who leads in which leader epoch, the ISR, the zkVersion
+    of the partition's state znode, the assignment; and the epochs that fence it
+    (`controller_epoch`, and since KIP-380 the recipient's `broker_epoch`, -1 when unknown)."""
+
+    controller_epoch: int
+    broker_epoch: int
+    leader: BrokerId
+    leader_epoch: int
+    isr: tuple[BrokerId, ...]
+    zk_version: int
+    replicas: tuple[BrokerId, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StopReplicaRequest:
+    """StopReplica for one partition, as before KIP-570 (no leader epoch): stop fetching or
+    leading, and with `delete` remove the log."""
+
+    controller_epoch: int
+    broker_epoch: int
+    delete: bool
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateMetadataRequest:
+    """UpdateMetadata: the part a broker's fencing can see is the controller epoch it carries."""
+
+    controller_epoch: int
+    broker_epoch: int
+
+
+ControlRequest = LeaderAndIsrRequest | StopReplicaRequest | UpdateMetadataRequest
+
+
+@dataclass(frozen=True, slots=True)
+class ControlResponse:
+    """A broker's answer to a control request: the top-level error, and for LeaderAndIsr the
+    partition's error (NONE otherwise)."""
+
+    error: KafkaError
+    partition_error: KafkaError = KafkaError.NONE
+
+
+@dataclass(frozen=True, slots=True)
+class ZkBrokerView:
+    """What a ZooKeeper-era broker knows of the controller and of its replica of the
+    partition: its own broker epoch (the czxid of its registration znode), the newest
+    controller epoch it has seen (`ReplicaManager.controllerEpoch`), its role (``none``,
+    ``leader``, ``follower``), whom it follows, the leader epoch it applied last, and as
+    leader the ISR, the zkVersion its next ISR write expects and the epoch of the
+    controller that made it leader (`Partition.controllerEpoch`); `log_deleted` counts the
+    StopReplica deletions of its log."""
+
+    broker_epoch: int
+    controller_epoch: int
+    role: str
+    leader: BrokerId
+    leader_epoch: int
+    isr: tuple[BrokerId, ...]
+    zk_version: int
+    leader_controller_epoch: int
+    log_deleted: int

@@ -1306,7 +1306,9 @@ def _handle_request(config: ZkConfig, state: ZkState, broker_id: int, request: R
     elif request.kind is RequestKind.STOP_REPLICA:
         broker = replace(broker, role=Role.NONE, leader=NO_LEADER, isr=(), zk_version=-1, follower_ends=())
         if request.delete:
-            broker = replace(broker, log=(), high_watermark=0)
+            # `ReplicaManager.stopReplica` removes the partition with its log, so the leader
+            # epoch it held is forgotten too: the next LeaderAndIsr starts from none (-1)
+            broker = replace(broker, log=(), high_watermark=0, leader_epoch=-1)
     return ZkState(state.zk, _set(state.brokers, broker_id, broker), state.channels, history)
 
 
@@ -1718,7 +1720,8 @@ INVARIANTS: dict[str, Invariant] = {
 
 def leader_epochs_only_grow(before: ZkState, after: ZkState) -> bool:
     """ZooKeeper's leader epoch never decreases, and a broker that stays up in the same
-    session never goes back to an older leader epoch."""
+    session never goes back to an older leader epoch while it hosts the replica (StopReplica
+    with delete removes the partition, and its epoch with it: Kafka forgets both)."""
     old, new = before.zk.partition, after.zk.partition
     if old is not None and new is not None and new.leader_epoch < old.leader_epoch:
         return False
@@ -1726,7 +1729,8 @@ def leader_epochs_only_grow(before: ZkState, after: ZkState) -> bool:
         if current is previous:
             continue
         same_incarnation = previous.alive and current.alive and current.session == previous.session
-        if same_incarnation and current.leader_epoch < previous.leader_epoch:
+        removed = current.role is Role.NONE and current.leader_epoch == -1 and not current.log
+        if same_incarnation and current.leader_epoch < previous.leader_epoch and not removed:
             return False
     return True
 

@@ -54,6 +54,7 @@ import enum
 from dataclasses import dataclass, field
 
 from spec._frozen import cache_hash, fast_init
+from spec.controller.kraft_errors import KafkaError
 
 UNKNOWN_BROKER_EPOCH = -1
 """`AbstractControlRequest.UNKNOWN_BROKER_EPOCH`: sent by a controller without KIP-380."""
@@ -165,6 +166,15 @@ class Verdict(enum.Enum):
 
     __hash__ = object.__hash__
 
+    @property
+    def error(self) -> KafkaError:
+        """The response's top-level error code."""
+        if self is Verdict.STALE_BROKER_EPOCH:
+            return KafkaError.STALE_BROKER_EPOCH
+        if self is Verdict.STALE_CONTROLLER_EPOCH:
+            return KafkaError.STALE_CONTROLLER_EPOCH
+        return KafkaError.NONE
+
 
 def broker_verdict(
     rules: frozenset[Rule], request: Request, own_broker_epoch: int, known_controller_epoch: int
@@ -181,6 +191,41 @@ def broker_verdict(
     if Rule.STALE_CONTROLLER_EPOCH in rules and request.controller_epoch < known_controller_epoch:
         return Verdict.STALE_CONTROLLER_EPOCH
     return Verdict.ACCEPT
+
+
+class PartitionVerdict(enum.Enum):
+    """What a broker does with the partition of an accepted LeaderAndIsr
+    (`ReplicaManager.becomeLeaderOrFollower`, ZooKeeper mode); `error` is the partition's
+    error code in the response."""
+
+    APPLIED = "applied"  # a newer leader epoch, and the broker is a replica: it leads or follows
+    SAME_EPOCH = "same-epoch"  # the leader epoch it has: nothing changes, no error
+    OLDER_LEADER_EPOCH = "older-leader-epoch"  # ignored; Kafka answers STALE_CONTROLLER_EPOCH
+    NOT_A_REPLICA = "not-a-replica"  # newer, but the assignment leaves the broker out
+
+    __hash__ = object.__hash__
+
+    @property
+    def error(self) -> KafkaError:
+        """The partition's error code in the LeaderAndIsr response."""
+        if self is PartitionVerdict.OLDER_LEADER_EPOCH:
+            return KafkaError.STALE_CONTROLLER_EPOCH
+        if self is PartitionVerdict.NOT_A_REPLICA:
+            return KafkaError.UNKNOWN_TOPIC_OR_PARTITION
+        return KafkaError.NONE
+
+
+def partition_verdict(request: Request, broker_id: int, current_epoch: int) -> PartitionVerdict:
+    """The per-partition check of an accepted LeaderAndIsr: only a newer leader epoch is
+    applied, and only by a replica of the assignment (an equal epoch is ignored too in
+    ZooKeeper mode; KRaft's controller re-sends equal epochs, ZooKeeper's never does)."""
+    if request.leader_epoch < current_epoch:
+        return PartitionVerdict.OLDER_LEADER_EPOCH
+    if request.leader_epoch == current_epoch:
+        return PartitionVerdict.SAME_EPOCH
+    if broker_id not in request.replicas:
+        return PartitionVerdict.NOT_A_REPLICA
+    return PartitionVerdict.APPLIED
 
 
 def accepts_leader_epoch(request_epoch: int, current_epoch: int) -> bool:
