@@ -420,7 +420,8 @@ def diagram_graph(machine: Machine[Any, Any, Any]) -> DiagramGraph | None:
         nodes.setdefault(source)
         nodes.setdefault(target)
         if source != target:
-            edges.setdefault((source, target), {}).setdefault(action_name(action))
+            name = diagram.label(action) if diagram.label is not None else action_name(action)
+            edges.setdefault((source, target), {}).setdefault(name)
 
     result = _explored(model, diagram.max_depth, record)
     return DiagramGraph(

@@ -32,8 +32,9 @@ from spec._frozen import replace
 from spec.checker import Model
 from spec.controller.kraft_alter_partition import AlterPartitionRule
 from spec.controller.kraft_partitions import NO_LEADER
-from spec.machines import Machine, Scenario, Setting, parse_choice, parse_count
+from spec.machines import Diagram, Machine, Scenario, Setting, parse_choice, parse_count
 from spec.partition import PartitionState
+from spec.partition_scenarios import replica_role_and_phase
 from spec.partition_view import describe_state as describe_partition_state
 from spec.partition_view import explain as explain_partition
 from spec.partition_view import state_json as partition_state_json
@@ -190,6 +191,15 @@ def explain(property_name: str, state: ComposedState | ZkComposedState) -> str:
     return explain_partition(property_name, _as_partition_state(state))
 
 
+def replica_zero_role_and_phase(state: ComposedState | ZkComposedState) -> str:
+    """Replica 0's role and fetch phase, as in the partition's diagram: the composition keeps
+    the replica's own machine and changes how it moves (metadata replay, LeaderAndIsr)."""
+    node = replica_role_and_phase(_as_partition_state(state))
+    if isinstance(state, ComposedState):
+        return node.replace("awaiting LeaderAndIsr", "awaiting metadata replay")
+    return node
+
+
 REPLICATION_WITH_CONTROLLER: Machine[ComposedConfig, Any, Any] = Machine(
     name="replication-with-controller",
     title="one replicated partition whose leadership and ISR come from the real controller (KRaft or ZK)",
@@ -209,6 +219,14 @@ REPLICATION_WITH_CONTROLLER: Machine[ComposedConfig, Any, Any] = Machine(
         "spec.controller.zookeeper",
         "spec.controller.zk_requests",
         "spec.controller.zk_states",
+    ),
+    diagram=Diagram(
+        title="replica 0 on KRaft: role and fetch phase",
+        project=replica_zero_role_and_phase,
+        # one record, one move, one crash: every role and phase within 12 steps (9,067 states);
+        # a second crash adds only "restarted -> down" and costs eight times the states
+        config=ComposedConfig(max_records=1, max_leader_moves=1, max_crashes=1, max_alter_partitions=1),
+        max_depth=12,
     ),
 )
 

@@ -108,6 +108,7 @@ class Diagram(Generic[Config, State]):
     project: Callable[[State], str]
     config: Config  # a small configuration whose whole space is explored
     max_depth: int = DEFAULT_MAX_DEPTH
+    label: Callable[[Any], str] | None = None  # an edge's label from its action (None: the action's name)
 
 
 @dataclass(frozen=True)

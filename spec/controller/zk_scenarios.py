@@ -26,8 +26,8 @@ from spec.checker import Model
 from spec.controller import zk_controller as zk
 from spec.controller.zk_controller import Action, ZkConfig, ZkState
 from spec.controller.zk_requests import RULE_SETS, Request, RequestKind, parse_rules, rules_name
-from spec.controller.zookeeper import NO_LEADER, NO_SESSION
-from spec.machines import Machine, Scenario, Setting, parse_bool, parse_count
+from spec.controller.zookeeper import NO_LEADER, NO_SESSION, Event
+from spec.machines import Diagram, Machine, Scenario, Setting, parse_bool, parse_count
 
 # ---------------------------------------------------------------------------------------
 # The checker's view
@@ -189,6 +189,41 @@ SETTINGS: dict[str, Setting] = {
 }
 
 
+def controller_partition_state(state: ZkState) -> str:
+    """The partition's state in the partition state machine of the controller that holds
+    `/controller` (`kafka.controller.PartitionStateMachine`): the nodes of the machine's state
+    diagram. Between controllers there is none (the ephemeral node is gone) or the holder has
+    crashed and its session has not yet expired."""
+    holder = state.zk.controller
+    if holder < 0:
+        return "no controller (/controller deleted)"
+    context = state.brokers[holder].controller
+    if context is None:
+        return "controller crashed, its session not yet expired"
+    return context.partition_state.value
+
+
+CONTROLLER_EVENTS = {
+    Event.REELECT: "Reelect",
+    Event.EXPIRE: "Expire",
+    Event.BROKER_CHANGE: "BrokerChange",
+    Event.ISR_CHANGE: "IsrChangeNotification",
+    Event.REASSIGN: "ZkPartitionReassignment",
+    Event.PREFERRED_ELECTION: "ReplicaLeaderElection",
+    Event.CONTROLLED_SHUTDOWN: "ControlledShutdown",
+    Event.TOPIC_CHANGE: "TopicChange",
+}
+"""Each queued event by the name of Kafka's `ControllerEvent` class that handles it."""
+
+
+def diagram_label(action: Action) -> str:
+    """An edge of the diagram: the action's name, and for a processed controller event the
+    event (`ControllerProcessEvent: BrokerChange`)."""
+    if isinstance(action, zk.ControllerProcessEvent):
+        return f"ControllerProcessEvent: {CONTROLLER_EVENTS[action.event.kind]}"
+    return type(action).__name__
+
+
 MACHINE: Machine[ZkConfig, ZkState, Action] = Machine(
     name="zk-controller",
     title="the ZooKeeper-era controller: ZooKeeper sessions and watches, controller election and epochs, "
@@ -198,6 +233,21 @@ MACHINE: Machine[ZkConfig, ZkState, Action] = Machine(
     describe_state=describe_state,
     validate=zk.validate,
     explain=explain,
+    modules=(
+        "spec.controller.zk_controller",
+        "spec.controller.zookeeper",
+        "spec.controller.zk_requests",
+        "spec.controller.zk_states",
+    ),
+    diagram=Diagram(
+        title="the partition's state at the controller holding /controller",
+        project=controller_partition_state,
+        # the topic is created during the run, both replicas may crash and one restart: every
+        # partition state and controller change within 10 steps (6,936 states; 16 add no edge)
+        config=ZkConfig(topic_exists=False, max_records=0, max_crashes=2, max_restarts=1, max_isr_changes=0),
+        max_depth=10,
+        label=diagram_label,
+    ),
 )
 
 
