@@ -328,8 +328,10 @@ def verify_spark(
     their reader into a temporary JSON Lines file. Either way the file must be readable at the
     same path by every executor, as for any Spark job reading a local path."""
     from spark_checks.spark_session import spark_session
+    from spark_checks.user_models import ship_to_spark
 
     session = spark if spark is not None else spark_session(master, history_bytes=file.stat().st_size)
+    ship_to_spark(session, plan.model)  # a user's model (MODULE:CLASS): its module goes to the executors
     with tempfile.TemporaryDirectory(prefix="kafkaspec-") as folder:
         lines = file
         if info.format != "jsonl":
