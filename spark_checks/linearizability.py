@@ -75,7 +75,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from reference.models import MODEL_CLASSES, Observed, SequentialModel, resolve_conventions
-from spark_checks import user_models
+from spark_checks import traceable, user_models
 from spark_checks.history import Call, CheckResult, JsonValue, Outcome, Verdict
 
 CHECKER: Final = "linearizability"
@@ -136,6 +136,7 @@ def check_linearizability(
     stop_on_invalid: bool = False,
     max_memory_bytes: int = DEFAULT_MAX_MEMORY_BYTES,
     deadline: float = math.inf,
+    traceable_first: bool = True,
 ) -> list[CheckResult]:
     """Check each partition of `calls` against `model_name`: one `CheckResult` per partition.
 
@@ -145,7 +146,7 @@ def check_linearizability(
     decides the whole history); they are reported `unknown` with the reason, as are those
     not started by `deadline` (a `time.time()` instant); each partition may use its share of
     the time left until then. A call the model does not support, a bad convention value or a
-    budget that is not a positive number is a `ValueError`.
+    budget that is not a positive number is a `ValueError`. `traceable_first`: see `check_partition`.
     """
     check_budget(max_seconds, max_states, max_memory_bytes)
     resolved = resolve_conventions(conventions)
@@ -182,6 +183,7 @@ def check_linearizability(
             partition=key,
             max_memory_bytes=max_memory_bytes,
             deadline=now + (deadline - now) / (len(partitions) - number),  # a share of the time left
+            traceable_first=traceable_first,
         )
         results.append(result)
         if stop_on_invalid and result.verdict is Verdict.INVALID:
@@ -207,15 +209,42 @@ def check_partition(
     *,
     max_memory_bytes: int = DEFAULT_MAX_MEMORY_BYTES,
     deadline: float = math.inf,
+    traceable_first: bool = True,
 ) -> CheckResult:
     """Check the calls of one partition (all with the same partition key) on their own,
-    within `max_seconds` and before `deadline` (a `time.time()` instant)."""
+    within `max_seconds` and before `deadline` (a `time.time()` instant).
+
+    With `traceable_first` a kv or register partition whose written values are unique is
+    decided by `spark_checks.traceable` (evidence ``method: traceable``); otherwise, or when its
+    preconditions fail (``traceable_fallback`` says which), by the search (``method: search``)."""
     check_budget(max_seconds, max_states, max_memory_bytes)
     started = time.perf_counter()
     stop_at = min(started + max_seconds, started + (deadline - time.time()))
     model = get_model(model_name)
     resolved = resolve_conventions(conventions)
     problem = _Problem.build(calls, model, resolved)
+    fallback = None
+    if traceable_first and MODELS.get(model_name) is model:
+
+        def describe(position: int) -> str:
+            return model.describe(problem.calls[position])
+
+        decided = traceable.decide(model_name, problem, model.init(resolved["initial"]), model.step, describe)
+        if isinstance(decided, traceable.Decision):
+            decided_evidence = traceable.evidence(decided, problem.invoke, describe)
+            decided_evidence["calls_searched"] = len(problem.calls)
+            decided_evidence["calls_dropped"] = len(calls) - len(problem.calls)
+            return CheckResult(
+                checker=CHECKER,
+                model=model_name,
+                partition=_json_key(partition),
+                verdict=decided.verdict,
+                operations=len(calls),
+                evidence=decided_evidence,
+                conventions=dict(resolved),
+                seconds=time.perf_counter() - started,
+            )
+        fallback = decided.reason
     gc_enabled = gc.isenabled()
     gc.disable()  # the search makes no reference cycles; collections only rescan the cache
     try:
@@ -226,6 +255,8 @@ def check_partition(
         if gc_enabled:
             gc.enable()
     evidence: dict[str, JsonValue] = {
+        "method": "search",
+        **({} if fallback is None else {"traceable_fallback": fallback}),
         "explored_states": search.explored,
         "calls_searched": len(problem.calls),
         "calls_dropped": len(calls) - len(problem.calls),

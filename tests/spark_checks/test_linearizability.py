@@ -85,7 +85,7 @@ def test_stale_read_after_completed_write_is_not_linearizable() -> None:
 
 
 def test_evidence_of_a_failing_history() -> None:
-    result = single(STALE_READ)
+    result = single(STALE_READ, traceable_first=False)
     assert result.checker == "linearizability"
     assert result.model == "cas-register"
     assert result.partition is None
@@ -109,7 +109,7 @@ def test_evidence_names_every_candidate_at_the_deepest_point() -> None:
         (1, "ok", "read", 7),
         (2, "ok", "read", 8),
     )
-    evidence = single(calls).evidence
+    evidence = single(calls, traceable_first=False).evidence
     assert evidence["unlinearizable"] == [0, 1]
     assert evidence["blocking_call"] == 0
     assert evidence["longest_linearizable_prefix"] == []
@@ -334,7 +334,7 @@ def test_p_compositionality_only_the_bad_key_is_invalid() -> None:
     events += [("s", "invoke", "read", None, "c"), ("s", "ok", "read", 2, "c")]
     calls = history(*events)
     assert set(partition_calls(calls, "register")) == {"a", "b", "c"}
-    results = check_linearizability(calls, "register", KNOSSOS)
+    results = check_linearizability(calls, "register", KNOSSOS, traceable_first=False)
     assert [(r.partition, r.verdict, r.operations) for r in results] == [
         ("a", Verdict.VALID, 2),
         ("b", Verdict.INVALID, 3),
@@ -469,17 +469,17 @@ def hard_history(appends: int = 11) -> list[Call]:
 def test_budget_gives_unknown_never_a_guess() -> None:
     calls = hard_history()
     started = time.perf_counter()
-    by_time = single(calls, "kv", {"initial": ""}, max_seconds=0.2)
+    by_time = single(calls, "kv", {"initial": ""}, max_seconds=0.2, traceable_first=False)
     assert time.perf_counter() - started < 5
     assert by_time.verdict is Verdict.UNKNOWN
     assert by_time.evidence["reason"] == "time budget exhausted"
     assert by_time.evidence["explored_states"] > 0
-    by_states = single(calls, "kv", {"initial": ""}, max_states=1000)
+    by_states = single(calls, "kv", {"initial": ""}, max_states=1000, traceable_first=False)
     assert by_states.verdict is Verdict.UNKNOWN
     assert by_states.evidence["reason"] == "state budget of 1000 states exhausted"
     assert by_states.evidence["explored_states"] == 1001
     # A small instance of the same shape is decided: not linearizable.
-    assert single(hard_history(4), "kv", {"initial": ""}).verdict is Verdict.INVALID
+    assert single(hard_history(4), "kv", {"initial": ""}, traceable_first=False).verdict is Verdict.INVALID
 
 
 def test_identical_indeterminate_calls_do_not_blow_up_the_search() -> None:
@@ -488,7 +488,7 @@ def test_identical_indeterminate_calls_do_not_blow_up_the_search() -> None:
     for p in range(40):
         events += [(p, "invoke", "write", 1), (p, "info", "write", 1)]
     events += [("r", "invoke", "read", None), ("r", "ok", "read", 2)]
-    result = single(history(*events), max_seconds=5)
+    result = single(history(*events), max_seconds=5, traceable_first=False)
     assert result.verdict is Verdict.INVALID
     assert result.evidence["explored_states"] <= 41
 
@@ -607,7 +607,9 @@ def test_a_read_of_a_never_written_value_makes_it_not_linearizable(
         Operation(op.index, op.process, op.type, op.f, -1) if op.index == mutated_index else op
         for op in operations
     ]
-    results = check_linearizability(list(pair_calls(mutated)), "cas-register", KNOSSOS, max_seconds=20)
+    results = check_linearizability(
+        list(pair_calls(mutated)), "cas-register", KNOSSOS, max_seconds=20, traceable_first=False
+    )
     assert overall_verdict(results) is Verdict.INVALID
     invoke = next(c.invoke_index for c in pair_calls(mutated) if c.complete_index == mutated_index)
     evidence = results[0].evidence
@@ -627,8 +629,10 @@ def test_memory_budget_weighs_the_size_of_cached_states() -> None:
     # The same budget holds far fewer states when each is a long string: it bounds memory,
     # not the count (a kv history with long appended values reached 8 GB by count alone).
     budget = 4 * 1024 * 1024
-    short = single(hard_history(), "kv", {"initial": ""}, max_memory_bytes=budget)
-    long = single(long_appends_history(11, 3_000), "kv", {"initial": ""}, max_memory_bytes=budget)
+    short = single(hard_history(), "kv", {"initial": ""}, max_memory_bytes=budget, traceable_first=False)
+    long = single(
+        long_appends_history(11, 3_000), "kv", {"initial": ""}, max_memory_bytes=budget, traceable_first=False
+    )
     for result in (short, long):
         assert result.verdict is Verdict.UNKNOWN
         assert str(result.evidence["reason"]).startswith("memory budget of 4 MB exhausted")
@@ -638,14 +642,17 @@ def test_memory_budget_weighs_the_size_of_cached_states() -> None:
         int(str(long.evidence["explored_states"])) < 1000 < int(str(short.evidence["explored_states"])) // 10
     )
     # Within a budget that fits it, the short search is decided.
-    assert single(hard_history(4), "kv", {"initial": ""}, max_memory_bytes=budget).verdict is Verdict.INVALID
+    assert (
+        single(hard_history(4), "kv", {"initial": ""}, max_memory_bytes=budget, traceable_first=False).verdict
+        is Verdict.INVALID
+    )
 
 
 def test_time_budget_ends_the_search_in_time() -> None:
     # The search stops early enough to free its cache before the budget ends.
     for seconds in (0.3, 1.5):
         started = time.perf_counter()
-        result = single(hard_history(12), "kv", {"initial": ""}, max_seconds=seconds)
+        result = single(hard_history(12), "kv", {"initial": ""}, max_seconds=seconds, traceable_first=False)
         elapsed = time.perf_counter() - started
         assert result.verdict is Verdict.UNKNOWN
         assert result.evidence["reason"] == "time budget exhausted"
@@ -662,7 +669,9 @@ def test_deadline_is_shared_by_every_partition() -> None:
         events += [(f"{key}r", "invoke", "get", None, key), (f"{key}r", "ok", "get", "<impossible>", key)]
     calls = history(*events)
     started = time.perf_counter()
-    results = check_linearizability(calls, "kv", {"initial": ""}, deadline=time.time() + 1.0)
+    results = check_linearizability(
+        calls, "kv", {"initial": ""}, deadline=time.time() + 1.0, traceable_first=False
+    )
     assert time.perf_counter() - started < 1.5
     assert [r.verdict for r in results] == [Verdict.UNKNOWN, Verdict.UNKNOWN]
     assert [r.evidence["reason"] for r in results] == ["time budget exhausted"] * 2
