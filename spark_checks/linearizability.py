@@ -224,7 +224,7 @@ def check_partition(
     resolved = resolve_conventions(conventions)
     problem = _Problem.build(calls, model, resolved)
     fallback = None
-    if traceable_first and MODELS.get(model_name) is model:
+    if traceable_first and model_name in traceable.MODELS and MODELS.get(model_name) is model:
 
         def describe(position: int) -> str:
             return model.describe(problem.calls[position])

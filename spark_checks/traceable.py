@@ -112,6 +112,9 @@ from typing import Any, Final, Protocol
 
 from spark_checks.history import Verdict
 
+MODELS: Final = ("kv", "register", "cas-register")
+"""The models this procedure knows (cas-register only while no CAS call is left)."""
+
 DECODE_WORK_LIMIT: Final = 20_000_000
 """Substring probes allowed for decoding the reads (a few seconds of Python at worst)."""
 
@@ -226,7 +229,7 @@ class _Shape:
 
 
 def _shape(model_name: str, prepared: Prepared, initial: Hashable) -> _Shape | Fallback:
-    if model_name not in ("kv", "register", "cas-register"):
+    if model_name not in MODELS:
         return Fallback(f"no decision procedure for the {model_name} model")
     is_kv = model_name == "kv"
     reads: list[int] = []
