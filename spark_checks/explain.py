@@ -517,6 +517,17 @@ def _linearizability_explanations(result: CheckResult, lookup: Lookup | None) ->
     named, blocking_ref = _lin_call(
         blocking, str(descriptions.get(str(blocking), "a call")), lookup, "cannot be placed"
     )
+    where = "" if result.partition is None else f" (part {show(result.partition)})"
+    why = evidence.get("why")
+    if evidence.get("method") == "traceable" and isinstance(why, str):
+        # Decided without a search (spark_checks.traceable): no prefix, a reason instead.
+        refs = [blocking_ref] + [
+            _lin_call(index, str(descriptions.get(str(index), "a call")), lookup, "involved")[1]
+            for index in stuck
+            if index != blocking
+        ]
+        sentence = f"not linearizable{where}: {named} cannot be placed: {why}."
+        return [Explanation(result.partition, "not-linearizable", sentence, tuple(refs))]
     state = evidence.get("state_after_prefix")
     after = (
         f"after the longest linearizable prefix ({len(prefix)}"
@@ -536,7 +547,6 @@ def _linearizability_explanations(result: CheckResult, lookup: Lookup | None) ->
             refs.append(ref)
         more = f" and {len(others) - 6} more" if len(others) > 6 else ""
         tail = f", and none of the other calls open there ({'; '.join(listed)}{more}) can come next"
-    where = "" if result.partition is None else f" (part {show(result.partition)})"
     sentence = f"not linearizable{where}: no order of the calls explains {named}: {after}{tail}."
     return [Explanation(result.partition, "not-linearizable", sentence, tuple(refs))]
 
