@@ -28,10 +28,20 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.console import Console
 
+from spark_checks.batch import (
+    Counts,
+    FileOutcome,
+    history_files,
+    is_many,
+    summary_line,
+    verify_files,
+)
+from spark_checks.batch import exit_code as batch_exit_code
 from spark_checks.checking import MODEL_NAMES, Budget
 from spark_checks.engine import ENGINES, HistoryReport, VerifyOptions, choose_engine, verify_history
 from spark_checks.history import HistoryError, Operation, Whereabouts
 from spark_checks.linearizability import DEFAULT_MAX_MEMORY_BYTES
+from spark_checks.parallel import WorkerPool, available_cores
 from spark_checks.readers import FORMATS, open_history
 from spark_checks.readers._common import (
     MAX_NESTING,
@@ -60,6 +70,11 @@ EXIT_VIOLATION = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 70
 """A bug in kafkaspec (sysexits.h EX_SOFTWARE): distinct from every verdict and from bad input."""
+MB = 1024 * 1024
+SEARCHES_MEMORY_BYTES = 768 * MB
+"""`verify`'s default memory budget of the linearizability searches running at once, in all:
+one search alone gets `DEFAULT_MAX_MEMORY_BYTES`, several share this (so with the interpreters
+all the processes together stay under 1 GB)."""
 
 
 @dataclass
@@ -576,9 +591,22 @@ def _model_choice(context: click.Context, parameter: click.Parameter, value: str
     "--max-memory",
     "max_memory_mb",
     type=click.IntRange(min=1),
-    default=DEFAULT_MAX_MEMORY_BYTES // (1024 * 1024),
-    show_default=True,
-    help="Megabytes of search cache per linearizability part (estimated); past it the part is unknown.",
+    default=None,
+    help="Megabytes of search cache per linearizability part (estimated); past it the part is unknown "
+    f"[default: {DEFAULT_MAX_MEMORY_BYTES // MB}; with several searches at once, their share of "
+    f"{SEARCHES_MEMORY_BYTES // MB} in all].",
+)
+@click.option(
+    "--fail-fast",
+    is_flag=True,
+    help="Stop checking a history at its first invalid part (as Porcupine does); its other parts are "
+    "reported not checked.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Processes checking parts (or, with many files, files) at once [default: the cores available].",
 )
 @click.option(
     "--ww-deps",
@@ -608,15 +636,19 @@ def verify_command(
     nil_read: str | None,
     failed_cas: str | None,
     max_seconds: float,
-    max_memory_mb: int,
+    max_memory_mb: int | None,
+    fail_fast: bool,
+    workers: int | None,
     ww_deps: bool,
     sub_via: tuple[str, ...],
     jepsen_unseen: bool,
     as_json: bool,
 ) -> int:
-    """Verify histories for linearizability or Kafka anomalies.
+    """Verify histories for linearizability or Kafka anomalies. A directory stands for the
+    history files in it (by extension; see the README).
 
     Exit 0 valid, 1 anomaly / not linearizable, 3 unknown (budget exhausted), 2 input error.
+    With many files: 1 if any is invalid, else 2 if any is bad input, else 3 if any is unknown.
     """
     conventions: dict[str, object] = {}
     if initial is not None:
@@ -644,14 +676,20 @@ def verify_command(
         conventions=conventions,
         budget=Budget(
             max_seconds=max_seconds,
-            max_memory_bytes=max_memory_mb * 1024 * 1024,
+            max_memory_bytes=(max_memory_mb * MB) if max_memory_mb is not None else DEFAULT_MAX_MEMORY_BYTES,
             deadline=_command_started_at() + max_seconds,
         ),
+        fail_fast=fail_fast,
     )
+    console = _stdout_console()
+    pool = WorkerPool(workers or available_cores(), SEARCHES_MEMORY_BYTES if max_memory_mb is None else None)
+    whereabouts = click.get_current_context().ensure_object(RunState).whereabouts
+    if is_many(histories):
+        with pool:
+            return _verify_many(histories, options, pool, report_path, as_json, console, whereabouts)
     reports = []
     spark = None
-    console = _stdout_console()
-    with _progress(Console(stderr=True), sys.stderr.isatty() and not as_json) as progress_for:
+    with pool, _progress(Console(stderr=True), sys.stderr.isatty() and not as_json) as progress_for:
         for path in histories:
             update = progress_for(path)
             try:
@@ -663,20 +701,34 @@ def verify_command(
                     spark=spark,
                     keep_history=report_path is not None,
                     progress=update,
-                    whereabouts=click.get_current_context().ensure_object(RunState).whereabouts,
+                    whereabouts=whereabouts,
+                    pool=pool,
                 )
             except HistoryError as error:
                 raise UsageProblem(str(error)) from None
             except (ValueError, FileExistsError) as error:
                 raise UsageProblem(f"{path}: {error}") from None
             reports.append(report)
+    return _print_reports(reports, report_path, as_json, console)
+
+
+def _print_reports(
+    reports: list[HistoryReport],
+    report_path: Path | None,
+    as_json: bool,
+    console: Console,
+    extra_json: dict[str, Any] | None = None,
+    printed: bool = False,
+) -> int:
+    """Print the reports (text, unless `printed` already, or JSON with `extra_json`'s keys),
+    write the HTML report; the exit code of the verdicts."""
     report_text = None
     if report_path is not None:
         windows = [r.history if r.history is not None else list(_window(r)) for r in reports]
         report_text = html_report(reports, windows)
     if as_json:
-        click.echo(json.dumps(report_json(reports), indent=2))
-    else:
+        click.echo(json.dumps({**report_json(reports), **(extra_json or {})}, indent=2))
+    elif not printed:
         for line in text_summary(reports):
             console.print(line, highlight=False, markup=False)
     if report_path is not None and report_text is not None:
@@ -691,6 +743,74 @@ def verify_command(
         if not as_json:
             console.print(f"report: {report_path}", highlight=False, markup=False)
     return exit_code(reports)
+
+
+def _verify_many(
+    arguments: Sequence[str],
+    options: VerifyOptions,
+    pool: WorkerPool,
+    report_path: Path | None,
+    as_json: bool,
+    console: Console,
+    whereabouts: Whereabouts,
+) -> int:
+    """`verify` over many files (`spark_checks.batch`): each file's verdict as soon as it and
+    those before it are done, a bad file's one-line message on stderr, then the summary."""
+    started = time.perf_counter()
+    paths = history_files(arguments)
+    spark = any(choose_engine_for(path, options.engine) == "spark" for path in paths)
+    found: dict[int, FileOutcome] = {}
+    shown = 0
+
+    def on_outcome(index: int, outcome: FileOutcome) -> None:
+        nonlocal shown
+        found[index] = outcome
+        while shown in found:
+            done = found[shown]
+            shown += 1
+            if done.problem is not None:
+                click.echo(f"kafkaspec: error: {_one_line(done.problem)}", err=True)
+            elif as_json:
+                continue
+            elif done.report is not None:
+                for line in text_summary([done.report]):
+                    console.print(line, highlight=False, markup=False)
+            else:
+                console.print(f"{done.path}: UNKNOWN ({done.unfinished})", highlight=False, markup=False)
+
+    with _progress(Console(stderr=True), sys.stderr.isatty() and not as_json) as progress_for:
+        outcomes = verify_files(
+            paths,
+            options,
+            pool,
+            keep_history=report_path is not None,
+            progress=progress_for("verify"),
+            on_outcome=on_outcome,
+            whereabouts=whereabouts,
+            in_this_process=spark,
+        )
+    counts = Counts()
+    for outcome in outcomes:
+        counts = counts.add(outcome)
+    summary = summary_line(counts, time.perf_counter() - started)
+    extra = {
+        "summary": {
+            "histories": counts.files,
+            "valid": counts.valid,
+            "invalid": counts.invalid,
+            "unknown": counts.unknown,
+            "bad_input": counts.bad_input,
+        },
+        "bad_input": [{"path": o.path, "error": o.problem} for o in outcomes if o.problem is not None],
+        "unfinished": [
+            {"path": o.path, "reason": o.unfinished} for o in outcomes if o.unfinished is not None
+        ],
+    }
+    reports = [outcome.report for outcome in outcomes if outcome.report is not None]
+    _print_reports(reports, report_path, as_json, console, extra, printed=True)
+    if not as_json:
+        console.print(summary, highlight=False, markup=False)
+    return batch_exit_code(counts)
 
 
 @cli.command("conformance")

@@ -234,7 +234,8 @@ def _not_checked(plan: Plan, key_json: str, calls: Sequence[Call]) -> CheckResul
     """The `unknown` result of a part reached after the deadline (None before it)."""
     if time.time() < plan.budget.deadline:
         return None
-    return unchecked_result(plan, key_json, len(calls), f"not checked: {kafka_checker.BUDGET_EXHAUSTED_REASON}")
+    reason = f"not checked: {kafka_checker.BUDGET_EXHAUSTED_REASON}"
+    return unchecked_result(plan, key_json, len(calls), reason)
 
 
 def unchecked_result(plan: Plan, key_json: str, operations: int, reason: str) -> CheckResult:

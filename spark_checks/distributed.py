@@ -50,7 +50,7 @@ import zlib
 from collections import defaultdict
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, BinaryIO, Final
 
 import orjson
@@ -63,6 +63,7 @@ from spark_checks.checking import (
     check_key_deciding_commits,
     check_part,
     split_calls,
+    unchecked_result,
 )
 from spark_checks.history import (
     Call,
@@ -75,6 +76,7 @@ from spark_checks.history import (
     Verdict,
     new_call,
 )
+from spark_checks.parallel import Stop, Task, TaskContext, WorkerPool, searches_budget, stop_reason
 from spark_checks.readers._common import make_operation, nests_deeper
 from spark_checks.readers.jsonl import EXPECTED, LINE_NESTING, decode_line, first_long_integer
 
@@ -779,11 +781,17 @@ def check_rows(
     rows: Iterable[tuple[int, str, bytes]],
     committed: frozenset[int] | None,
     on_part: Callable[[int, int], None] | None = None,
+    pool: WorkerPool | None = None,
+    fail_fast: bool = False,
+    on_verdict: Callable[[str, int], None] | None = None,
 ) -> list[OutRow]:
     """Stage 2 for one target: check every part whose pieces are among `rows` (kind, part,
     payload). `committed`: the info calls known to have committed (a second run), or None to
     decide it inside each part (exact unless an info call sent to several keys). `on_part`
-    hears (number, count) before each part is checked."""
+    hears (number, count) before each part this process checks, `on_verdict` each part's
+    verdict as it is found. The parts are checked smallest first, in `pool`'s worker
+    processes when given (`spark_checks.parallel`), and under `fail_fast` not after the first
+    part that is invalid whatever the other parts find."""
     parts: dict[str, list[bytes]] = defaultdict(list)
     blobs: dict[str, list[bytes]] = defaultdict(list)
     multi_info: dict[str, list[bytes]] = defaultdict(list)
@@ -824,7 +832,11 @@ def check_rows(
         return out
     try:
         calls = _Parts(parts, blobs, multi_info, whole)
-        out.extend(_check_parts(plan, calls, list(subscriptions.values()), committed, on_part))
+        out.extend(
+            _check_parts(
+                plan, calls, list(subscriptions.values()), committed, on_part, pool, fail_fast, on_verdict
+            )
+        )
     except (HistoryError, ValueError) as error:
         out.append((ERROR, _error_payload(error)))
     return out
@@ -849,40 +861,64 @@ class _Parts:
     def names(self) -> list[str]:
         return sorted(self.single.keys() | self.blobs.keys() | self.whole.keys())
 
+    def take_encoded(self, part: str) -> EncodedPart:
+        """The part's pieces, still encoded (to be decoded by `decode_part`, anywhere)."""
+        return (
+            self.single.pop(part, []),
+            self.whole.pop(part, []),
+            self.blobs.pop(part, []),
+            self.multi_info.get(part, []),
+        )
+
     def take(self, part: str) -> tuple[list[Call], set[int]]:
         """The part's calls, and the invocation indices of its multi-key info calls."""
-        calls = [decode_call(payload) for payload in self.single.pop(part, ())]
-        for payload in self.whole.pop(part, ()):
-            calls.extend(_call_from_fields(fields) for fields in _unpack(payload))
-        several = {decode_call(payload).invoke_index for payload in self.multi_info.get(part, ())}
-        blobs = self.blobs.pop(part, ())
-        if blobs:
-            key = json.loads(part)  # once per part; orjson refuses the escape of a lone surrogate
-            make = new_call
-            outcomes = _OUTCOME_BY_CODE
-            for blob in blobs:
-                entries = _loads(blob)
-                # `_piece_from_fields` of each, inline (once per piece of the history).
-                calls.extend(
-                    [
-                        make(
-                            e[0],
-                            e[1],
-                            None,
-                            e[2] if e[3] == "ok" else None,
-                            outcomes[e[3]],
-                            e[4],
-                            e[5],
-                            key,
-                            None,
-                            None,
-                            e[2],
-                        )
-                        for e in entries
-                    ]
-                )
-                several.update(fields[4] for fields in entries if len(fields) > 6)
-        return calls, several
+        return decode_part(part, self.take_encoded(part))
+
+
+EncodedPart = tuple[list[bytes], list[bytes], list[bytes], list[bytes]]
+"""A part's pieces as stage 2 got them: single calls, whole-history lists, Kafka piece
+blobs, multi-key info calls (`_Parts`)."""
+
+
+def encoded_size(encoded: EncodedPart) -> int:
+    """A part's encoded bytes: how much checking it is likely to cost (small parts go first)."""
+    return sum(len(payload) for pieces in encoded for payload in pieces)
+
+
+def decode_part(part: str, encoded: EncodedPart) -> tuple[list[Call], set[int]]:
+    """A part's calls, and the invocation indices of its multi-key info calls."""
+    single, whole, blobs, multi_info = encoded
+    calls = [decode_call(payload) for payload in single]
+    for payload in whole:
+        calls.extend(_call_from_fields(fields) for fields in _unpack(payload))
+    several = {decode_call(payload).invoke_index for payload in multi_info}
+    if blobs:
+        key = json.loads(part)  # once per part; orjson refuses the escape of a lone surrogate
+        make = new_call
+        outcomes = _OUTCOME_BY_CODE
+        for blob in blobs:
+            entries = _loads(blob)
+            # `_piece_from_fields` of each, inline (once per piece of the history).
+            calls.extend(
+                [
+                    make(
+                        e[0],
+                        e[1],
+                        None,
+                        e[2] if e[3] == "ok" else None,
+                        outcomes[e[3]],
+                        e[4],
+                        e[5],
+                        key,
+                        None,
+                        None,
+                        e[2],
+                    )
+                    for e in entries
+                ]
+            )
+            several.update(fields[4] for fields in entries if len(fields) > 6)
+    return calls, several
 
 
 def _check_parts(
@@ -891,6 +927,9 @@ def _check_parts(
     subscriptions: list[Call],
     committed: frozenset[int] | None,
     on_part: Callable[[int, int], None] | None = None,
+    pool: WorkerPool | None = None,
+    fail_fast: bool = False,
+    on_verdict: Callable[[str, int], None] | None = None,
 ) -> Iterator[OutRow]:
     kafka = plan.model == "kafka"
     context = KafkaContext()
@@ -904,25 +943,76 @@ def _check_parts(
             prepared=kafka_checker.Assignments(subscriptions),
         )
     names = parts.names()
-    for number, part in enumerate(names, start=1):
+    if pool is not None:
+        plan = replace(plan, budget=searches_budget(plan.budget, pool, len(names)))
+    encoded = [(part, parts.take_encoded(part)) for part in names]
+    tasks = [Task(encoded_size(pieces), _part_rows, (part, pieces), name=part) for part, pieces in encoded]
+    started = 0
+
+    def on_start(_index: int) -> None:
+        nonlocal started
+        started += 1
         if on_part is not None:
-            on_part(number, len(names))
-        calls, several = parts.take(part)
-        part_plan = plan
-        if kafka:
-            part_context = context
-            if committed is None and part != CYCLES_PART:
-                result, own = check_key_deciding_commits(plan, context, part, calls)
-                if own:
-                    yield COMMITTED, orjson.dumps(sorted(own))
-                undecided = several - own
-                if undecided:
-                    yield UNDECIDED, _dumps([part, sorted(undecided)])
-                yield RESULT, _dumps(result_to_row(result))
-                continue
-            part_plan = plan.with_kafka_context(part_context)
-        checked = check_part(part_plan, part, calls, parts_left=len(names) - number + 1)
-        yield RESULT, _dumps(result_to_row(checked))
+            on_part(started, len(names))
+
+    def stopped(index: int, stop: Stop) -> PartRows:
+        part, pieces = encoded[index]
+        count = len(decode_part(part, pieces)[0])
+        result = unchecked_result(plan, part, count, stop_reason(stop))
+        return result.verdict.value, False, [(RESULT, _dumps(result_to_row(result)))]
+
+    def done(_index: int, rows: PartRows) -> None:
+        if on_verdict is not None:
+            on_verdict(rows[0], len(names))
+
+    answers = (pool or WorkerPool()).run(
+        tasks,
+        shared=(plan, context, committed),
+        is_invalid=_finally_invalid,
+        stopped=stopped,
+        fail_fast=fail_fast,
+        deadline=plan.budget.deadline,
+        on_done=done,
+        on_start=on_start,
+    )
+    for _, _, rows in answers:
+        yield from rows
+
+
+PartRows = tuple[str, bool, list[OutRow]]
+"""A part's verdict, whether it is invalid whatever other parts find (no info call it
+assumed uncommitted is left undecided), and its stage-2 rows."""
+
+
+def _finally_invalid(rows: PartRows) -> bool:
+    return rows[1]
+
+
+def _part_rows(
+    shared: tuple[Plan, KafkaContext, frozenset[int] | None],
+    part: str,
+    pieces: EncodedPart,
+    task: TaskContext,
+) -> PartRows:
+    """Check one part from its encoded pieces (here or in a worker process)."""
+    plan, context, committed = shared
+    calls, several = decode_part(part, pieces)
+    if plan.model == "kafka":
+        if committed is None and part != CYCLES_PART:
+            result, own = check_key_deciding_commits(plan, context, part, calls)
+            rows: list[OutRow] = []
+            if own:
+                rows.append((COMMITTED, orjson.dumps(sorted(own))))
+            undecided = several - own
+            if undecided:
+                rows.append((UNDECIDED, _dumps([part, sorted(undecided)])))
+            rows.append((RESULT, _dumps(result_to_row(result))))
+            invalid = result.verdict is Verdict.INVALID
+            return result.verdict.value, invalid and not undecided, rows
+        plan = plan.with_kafka_context(context)
+    checked = check_part(plan, part, calls, parts_left=task.share)
+    invalid = checked.verdict is Verdict.INVALID
+    return checked.verdict.value, invalid, [(RESULT, _dumps(result_to_row(checked)))]
 
 
 # ---------------------------------------------------------------------------------------
