@@ -12,11 +12,11 @@ the distinct states per second of
   2-core machine they also count waiting for a core;
 * `--workers` processes, per wall-clock second (`Np/s`): what `kafkaspec check --workers N`
   delivers (helpers' CPU is not this process's, so only wall clock says it);
-* with `--baseline REV`, the same one-process run under `spec/checker.py` as it was at git
-  revision REV (loaded from `git show REV:spec/checker.py` into a temporary module), side by
-  side in this one run, with the speed-up `x` (per CPU second). Both run the same machines
-  and spec; the result (states, transitions, the counterexample) must be identical, or the
-  bench stops.
+* with `--baseline REV`, the same one-process run of the spec and checker as they were at git
+  revision REV (`git archive REV spec`, run in a process of its own that the bench asks for one
+  scenario at a time, so the two versions alternate under the same load), with the speed-up `x`
+  (per CPU second). The result (states, transitions, depth, the counterexample's property and
+  actions) must be identical, or the bench stops.
 
 Every run starts with every `functools.lru_cache` in the process emptied (the spec memoizes
 pure helpers), so no run profits from another's warm caches.
@@ -36,7 +36,7 @@ from __future__ import annotations
 import argparse
 import functools
 import gc
-import importlib.util
+import json
 import os
 import platform
 import subprocess
@@ -46,7 +46,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from spec import checker
@@ -72,21 +71,63 @@ def clear_caches() -> None:
             item.cache_clear()
 
 
-def load_checker(revision: str) -> ModuleType:
-    """`spec/checker.py` as it was at git `revision`, as a module of its own."""
-    root = Path(__file__).resolve().parent.parent
-    source = subprocess.run(
-        ["git", "show", f"{revision}:spec/checker.py"], cwd=root, capture_output=True, text=True, check=True
-    ).stdout
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as file:
-        file.write(source)
-    spec = importlib.util.spec_from_file_location("baseline_checker", file.name)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["baseline_checker"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    os.unlink(file.name)
-    return module
+BASELINE_SERVER = """
+import functools, gc, json, sys, time
+from spec.scenarios import SCENARIOS_BY_NAME
+from spec.checker import check
+for line in sys.stdin:
+    name, depth = line.split()
+    scenario = SCENARIOS_BY_NAME[name]
+    for item in gc.get_objects():
+        if isinstance(item, functools._lru_cache_wrapper):
+            item.cache_clear()
+    model = scenario.machine.model(scenario.config, scenario.invariants, scenario.witnesses)
+    started = time.process_time()
+    result = check(model, int(depth))
+    cpu = time.process_time() - started
+    violation = result.violation
+    trace = None
+    if violation is not None:
+        trace = [violation.property_name, [repr(step.action) for step in violation.trace]]
+    print(json.dumps([result.distinct_states, result.transitions, result.depth, result.complete, trace, cpu]))
+    sys.stdout.flush()
+"""
+"""Run in the baseline tree: checks the scenarios named on stdin, one JSON line each."""
+
+
+class Baseline:
+    """The spec and checker of git revision `revision`, exported to a temporary directory and
+    run in a process of its own that checks one scenario at a time when asked (so the two
+    versions alternate scenario by scenario, under the same load)."""
+
+    def __init__(self, revision: str) -> None:
+        root = Path(__file__).resolve().parent.parent
+        self.directory = tempfile.TemporaryDirectory(prefix="kafkaspec-baseline-")
+        archive = subprocess.run(
+            ["git", "archive", revision, "spec"], cwd=root, capture_output=True, check=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", self.directory.name], input=archive, check=True)
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", BASELINE_SERVER],
+            cwd=self.directory.name,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def run(self, scenario: Scenario[Any], max_depth: int) -> tuple[tuple[Any, ...], float]:
+        """(signature, CPU seconds) of the baseline's check of `scenario`."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(f"{scenario.name} {max_depth}\n")
+        self.process.stdin.flush()
+        states, transitions, depth, complete, trace, cpu = json.loads(self.process.stdout.readline())
+        return (states, transitions, depth, complete, None if trace is None else (trace[0], trace[1])), cpu
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait()
+        self.directory.cleanup()
 
 
 @dataclass(frozen=True)
@@ -122,9 +163,15 @@ def signature(result: Any) -> tuple[Any, ...]:
     violation = result.violation
     trace = None
     if violation is not None:
-        steps = tuple((step.action, step.state) for step in violation.trace)
-        trace = (violation.property_name, violation.kind, steps)
+        trace = (violation.property_name, [repr(step.action) for step in violation.trace])
     return (result.distinct_states, result.transitions, result.depth, result.complete, trace)
+
+
+def best_baseline(
+    repeat: int, baseline: Baseline, scenario: Scenario[Any], max_depth: int
+) -> tuple[Any, float]:
+    runs = [baseline.run(scenario, max_depth) for _ in range(repeat)]
+    return min(runs, key=lambda run: run[1])
 
 
 def verdict(rate: float, seconds: float) -> str:
@@ -142,12 +189,14 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="runs per scenario; the fastest is kept")
     parser.add_argument("--max-depth", type=int, default=None, help="default: each scenario's own")
     parser.add_argument("--workers", type=int, default=2, help="processes of the parallel run (1: none)")
-    parser.add_argument("--baseline", default=None, help="git revision of spec/checker.py to compare with")
+    parser.add_argument(
+        "--baseline", default=None, help="git revision of spec/ (machines and checker) to time side by side"
+    )
     parser.add_argument("--machine", action="append", default=[], help="only this machine's scenarios")
     parser.add_argument("--scenario", action="append", default=[], help="only this scenario")
     arguments = parser.parse_args()
     workers: int = arguments.workers
-    baseline = load_checker(arguments.baseline) if arguments.baseline else None
+    baseline = Baseline(arguments.baseline) if arguments.baseline else None
     chosen = [
         scenario
         for scenario in SCENARIOS
@@ -159,7 +208,7 @@ def main() -> None:
         f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores, "
         f"load {os.getloadavg()[0]:.1f}, best of {arguments.repeat}; targets: 2x TLC's best "
         f"{TARGET_BEST:,.0f} states/s, 2x TLC's low {TARGET_LOW:,.0f}"
-        + (f"; baseline: spec/checker.py at {arguments.baseline}" if baseline else "")
+        + (f"; baseline: spec/ at {arguments.baseline}" if baseline else "")
     )
     header = (
         f"{'scenario':44} {'found':5} {'states':>8} {'trans':>8} {'1p s':>6} {'1p cpu':>6} {'1p/cpu-s':>8}"
@@ -177,14 +226,14 @@ def main() -> None:
         line_rates: list[float] = []
         base_text = ""
         if baseline is not None:
-            before = best_run(arguments.repeat, scenario, baseline.check, depth)
-            totals["base"] += before.cpu
+            before_signature, before_cpu = best_baseline(arguments.repeat, baseline, scenario, depth)
+            totals["base"] += before_cpu
         one = best_run(arguments.repeat, scenario, checker.check, depth)
         result = one.result
         if baseline is not None:
-            assert signature(before.result) == signature(result), f"{scenario.name}: the checkers disagree"
-            speedup = before.cpu / one.cpu if one.cpu > 0 else 0.0
-            base_text = f" {before.per_cpu_second:>10,.0f} {speedup:>5.2f}"
+            assert before_signature == signature(result), f"{scenario.name}: the versions disagree"
+            speedup = before_cpu / one.cpu if one.cpu > 0 else 0.0
+            base_text = f" {result.distinct_states / before_cpu:>10,.0f} {speedup:>5.2f}"
         line_rates.append(one.per_cpu_second)
         parallel_text = ""
         if workers > 1:
@@ -235,6 +284,8 @@ def main() -> None:
         f"{'met' if best_total < TARGET_TOTAL_SECONDS else 'NOT met'} ({best_total:.1f} s); "
         f"{wall:.1f} s wall for this whole bench"
     )
+    if baseline is not None:
+        baseline.close()
     below = verdicts.get("below", [])
     if below:
         print("below 2x TLC's low rate: " + ", ".join(below))
