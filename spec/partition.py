@@ -556,11 +556,12 @@ def leader_handle_fetch(
     leader = state.replicas[leader_id]
     if not acts_as_leader(state, leader_id):
         return None
-    if (
-        config.fetch_fencing is FetchFencing.CURRENT_LEADER_EPOCH
-        and leader.leader_epoch != follower.leader_epoch
-    ):
+    fencing = config.fetch_fencing
+    if fencing is FetchFencing.CURRENT_LEADER_EPOCH and leader.leader_epoch != follower.leader_epoch:
         return None
+    if fencing is FetchFencing.LAST_FETCHED_EPOCH and not _last_record_matches(follower.log, leader.log):
+        # The first KIP-320 design's truncation error: the follower truncates, then fetches again.
+        return _with_replica(state, action.follower, replace(follower, phase=FetchPhase.TRUNCATING))
     fetch_offset = follower.log.log_end_offset
     if fetch_offset > leader.log.log_end_offset or fetch_offset < leader.log.log_start_offset:
         response = FetchResponse(
@@ -601,6 +602,18 @@ def leader_handle_fetch(
     return _with_replica(state, action.follower, replace(follower, fetch_in_flight=response))
 
 
+def _last_record_matches(follower_log: ReplicaLog, leader_log: ReplicaLog) -> bool:
+    """`Kip320FirstTry.tla`'s `IsFollowerCaughtUpToLeaderEpoch`: the follower's log is not
+    longer than the leader's and its last record has the epoch of the leader's record there."""
+    end = follower_log.log_end_offset
+    if end > leader_log.log_end_offset:
+        return False
+    if end == follower_log.log_start_offset:
+        return True
+    mine, theirs = record_at(follower_log, end - 1), record_at(leader_log, end - 1)
+    return mine is not None and theirs is not None and mine.epoch == theirs.epoch
+
+
 def _may_join_isr(config: PartitionConfig, leader: Replica, fetch_offset: int) -> bool:
     """`Partition.maybeExpandIsr`'s test by the `isr_join` rule: the follower fetched up to
     the HW, and since KAFKA-7128 also up to the start of the leader's current epoch."""
@@ -616,9 +629,10 @@ def follower_handle_fetch_response(
 ) -> PartitionState | None:
     """The follower processes its fetch response (`ReplicaFetcherThread.processPartitionData`).
 
-    A response from another epoch is dropped (KIP-320; before it, under `fetch_fencing` rule
-    `none`, any answer to the fetch in flight is used). On OFFSET_OUT_OF_RANGE the follower truncates
-    to the leader's log end when it is ahead of it, or restarts its log at the leader's log
+    A response from another epoch is dropped (KIP-320; under the `fetch_fencing` rules
+    `none` and `kip-320-first-try` any answer to the fetch in flight is used). On
+    OFFSET_OUT_OF_RANGE the follower truncates to the leader's log end when it is ahead of
+    it, or restarts its log at the leader's log
     start when it is behind it. Otherwise it appends the records, sets HW := min(leader HW,
     own LEO) and moves its log start up to the leader's.
     """
@@ -1260,6 +1274,70 @@ def controller_epoch_is_newest(state: PartitionState) -> bool:
     return True
 
 
+def _data_loss_promised_away(history: History) -> bool:
+    """Kafka promises nothing about committed data once a log lost its unflushed suffix or
+    an election was unclean."""
+    return bool(history.lossy_crashes or history.unclean_elections)
+
+
+def strong_isr(state: PartitionState) -> bool:
+    """Every record below the HW of any replica presuming leadership is held, at the same
+    offset, by every member of the controller's ISR, so whoever is elected next holds what
+    consumers may have read (`StrongIsr` of hachikuji/kafka-specification's
+    KafkaReplication.tla; the property the first KIP-320 design broke). Offsets retention may
+    have deleted are skipped, and so is everything after a lossy crash or an unclean election."""
+    history = state.history
+    if _data_loss_promised_away(history):
+        return True
+    isr = state.controller.isr
+    for replica in state.replicas:
+        if not replica.alive or replica.role is not Role.LEADER:
+            continue
+        log = replica.log
+        if log.high_watermark <= log.log_start_offset:
+            continue
+        for member in isr:
+            other = state.replicas[member].log
+            if other is log:
+                continue
+            if not _agree_below(log, other, history.retention_floor):
+                return False
+    return True
+
+
+@memoized
+def _agree_below(leader: ReplicaLog, other: ReplicaLog, retention_floor: int) -> bool:
+    """`other` holds `leader`'s records at every offset below `leader`'s HW (above the floor)."""
+    floor = max(leader.log_start_offset, other.log_start_offset, retention_floor)
+    for offset in range(floor, leader.high_watermark):
+        if record_at(other, offset) != record_at(leader, offset):
+            return False
+    return True
+
+
+def follower_reads_survive(state: PartitionState) -> bool:
+    """A consumer fetching from a follower (KIP-392, or a client without KIP-320 reading
+    below a replica's HW) never reads a record the true leader does not hold: everything
+    below a live non-leader replica's HW is in the true leader's log at the same offset.
+    Fails before KAFKA-14704's fix, when a follower takes the leader's HW before it truncates
+    its diverging suffix. Same caveats as `committed_records_survive`."""
+    if _data_loss_promised_away(state.history):
+        return True
+    leader_id = true_leader(state)
+    if leader_id is None:
+        return True
+    leader_log = state.replicas[leader_id].log
+    for replica in state.replicas:
+        if not replica.alive or replica.role is Role.LEADER or replica.log is leader_log:
+            continue
+        log = replica.log
+        if log.high_watermark > log.log_start_offset and not _log_holds(
+            leader_log, state.history.retention_floor, _readable_entries(log)
+        ):
+            return False
+    return True
+
+
 Invariant = Callable[[PartitionState], bool]
 
 INVARIANTS: dict[str, Invariant] = {
@@ -1272,6 +1350,8 @@ INVARIANTS: dict[str, Invariant] = {
     "consumed_records_survive": consumed_records_survive,
     "acknowledged_records_survive": acknowledged_records_survive,
     "acks_all_records_survive": acks_all_records_survive,
+    "strong_isr": strong_isr,
+    "follower_reads_survive": follower_reads_survive,
 }
 """Every safety property of the partition, by name."""
 
@@ -1324,10 +1404,89 @@ def produce_rejected(state: PartitionState) -> bool:
     return state.history.produce_rejections > 0
 
 
+def _followers_in_epoch(state: PartitionState, phase: FetchPhase) -> Iterator[tuple[Replica, Replica]]:
+    """(follower, its leader) for every live follower in `phase` whose leader presumes leadership."""
+    for replica in state.replicas:
+        if not replica.alive or replica.role is not Role.FOLLOWER or replica.phase is not phase:
+            continue
+        if replica.leader is None or not acts_as_leader(state, replica.leader):
+            continue
+        yield replica, state.replicas[replica.leader]
+
+
+def committed_record_above_follower_hw(state: PartitionState) -> bool:
+    """KIP-101 scenario 1's moment: a follower about to truncate holds, at or above its own
+    (lagging) HW, a record that is committed; truncating to its HW would cut it."""
+    committed = state.history.committed
+    for follower, _leader in _followers_in_epoch(state, FetchPhase.TRUNCATING):
+        log = follower.log
+        for offset, value in committed:
+            record = record_at(log, offset)
+            if offset >= log.high_watermark and record is not None and record.value == value:
+                return True
+    return False
+
+
+def follower_diverges_from_leader(state: PartitionState) -> bool:
+    """The moment before a diverging suffix is cut (KIP-101 scenario 2, KAFKA-14704): a
+    follower about to truncate, following the leader of its own epoch, holds a record the
+    leader does not hold at that offset."""
+    for follower, leader in _followers_in_epoch(state, FetchPhase.TRUNCATING):
+        if leader.leader_epoch != follower.leader_epoch:
+            continue
+        for offset in range(follower.log.log_start_offset, follower.log.log_end_offset):
+            record = record_at(follower.log, offset)
+            if record is not None and record != record_at(leader.log, offset):
+                return True
+    return False
+
+
+def follower_epoch_unknown_to_leader(state: PartitionState) -> bool:
+    """KIP-279's moment (fast leader failover): a follower about to truncate holds records
+    of an epoch its leader never had, so the leader's OffsetsForLeaderEpoch answer is the
+    end of an older epoch."""
+    for follower, leader in _followers_in_epoch(state, FetchPhase.TRUNCATING):
+        mine = latest_epoch(follower.log.epoch_cache)
+        if mine != UNDEFINED_EPOCH and epoch_start_offset(leader.log.epoch_cache, mine) is None:
+            return True
+    return False
+
+
+def leader_behind_follower_epoch(state: PartitionState) -> bool:
+    """KIP-320's moment: a follower on a newer epoch than the broker it follows, which still
+    presumes leadership on an older one (it has not applied the newest LeaderAndIsr)."""
+    for phase in FetchPhase:
+        for follower, leader in _followers_in_epoch(state, phase):
+            if leader.leader_epoch < follower.leader_epoch:
+                return True
+    return False
+
+
+def follower_reached_lagging_hw(state: PartitionState) -> bool:
+    """KAFKA-7128's moment: the true leader's last fetch from a follower outside its ISR
+    reached the leader's (lagging) HW but not the start of the leader's epoch."""
+    leader_id = true_leader(state)
+    if leader_id is None:
+        return False
+    leader = state.replicas[leader_id]
+    epoch_start = epoch_start_offset(leader.log.epoch_cache, leader.leader_epoch) or 0
+    for member, progress in enumerate(leader.progress):
+        if member in leader.isr or progress is None or progress.log_end_offset is None:
+            continue
+        if leader.log.high_watermark <= progress.log_end_offset < epoch_start:
+            return True
+    return False
+
+
 WITNESSES: dict[str, Invariant] = {
     "record_committed": record_committed,
     "write_acknowledged": write_acknowledged,
     "partition_offline": partition_offline,
     "produce_rejected": produce_rejected,
+    "committed_record_above_follower_hw": committed_record_above_follower_hw,
+    "follower_diverges_from_leader": follower_diverges_from_leader,
+    "follower_epoch_unknown_to_leader": follower_epoch_unknown_to_leader,
+    "leader_behind_follower_epoch": leader_behind_follower_epoch,
+    "follower_reached_lagging_hw": follower_reached_lagging_hw,
 }
 """Reachability goals a scenario can require (stateright's `sometimes`)."""

@@ -31,11 +31,15 @@ Fetch fencing: whom a leader serves (`fetch.fencing`)
     `none`     before KIP-320: a broker that presumes leadership answers any replica that
                fetches from it, whatever epoch either is on, and counts that replica's fetch
                offset towards its high watermark and ISR.
-    `kip-320`  the Fetch request carries the follower's current leader epoch; a leader on
-               another epoch refuses it, and a follower drops a response from another epoch.
-               Kafka's first KIP-320 design (Kip320FirstTry.tla) fenced by the epoch of the
-               follower's last record instead and broke the strong-ISR property; fencing by
-               the current epoch is what shipped.
+    `kip-320-first-try`  the first KIP-320 design (hachikuji/kafka-specification
+               Kip320FirstTry.tla): the leader serves a follower whatever epoch it is on as
+               long as the epoch of the follower's last record matches the leader's record
+               at that offset, and otherwise answers that it must truncate. The leader then
+               counts followers still on older epochs towards its HW and ISR, which breaks
+               the strong-ISR property.
+    `kip-320`  what shipped: the Fetch request carries the follower's current leader epoch; a
+               leader on another epoch refuses it, and a follower drops a response from
+               another epoch.
 
 ISR join: when a follower outside the ISR may rejoin it (`isr.join`)
     `hw`          it fetched up to the leader's high watermark. A new leader's HW lags the
@@ -130,13 +134,14 @@ class FetchFencing(enum.Enum):
     """Whom a leader answers when a replica fetches from it."""
 
     NONE = "none"  # before KIP-320: anyone who fetches from a broker presuming leadership
+    LAST_FETCHED_EPOCH = "kip-320-first-try"  # anyone whose last record's epoch matches the leader's
     CURRENT_LEADER_EPOCH = "kip-320"  # only a follower on the leader's own epoch
 
     __hash__ = object.__hash__
 
     @classmethod
     def parse(cls, text: str) -> FetchFencing:
-        """Parse `none` or `kip-320`."""
+        """Parse `none`, `kip-320-first-try` or `kip-320`."""
         return parse_rule(cls, text)
 
 

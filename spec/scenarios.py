@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from spec import composed_scenarios, partition_scenarios
+from spec import composed_scenarios, partition_scenarios, replication_stories
 from spec.controller import kraft_scenarios, zk_scenarios
 from spec.group import classic_scenarios, consumer_scenarios
 from spec.machines import (
@@ -30,6 +30,7 @@ SCENARIOS: tuple[Scenario[Any], ...] = (
     *kraft_scenarios.SCENARIOS,
     *zk_scenarios.SCENARIOS,
     *composed_scenarios.SCENARIOS,
+    *replication_stories.SCENARIOS,
 )
 """Every scenario, machine by machine, in the order `check --all` runs them."""
 
