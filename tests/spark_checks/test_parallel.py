@@ -1,0 +1,275 @@
+"""The parts of a history checked in worker processes (`spark_checks.parallel`): the same
+results as one process, `--fail-fast`, the deadline kept by killing a busy worker, errors
+carried back, and the progress counts."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spark_checks.checking import Budget
+from spark_checks.engine import HistoryReport, VerifyOptions, verify_history
+from spark_checks.history import HistoryError, Position, Verdict
+from spark_checks.kafka_histories import INJECTABLE_ANOMALIES, generate_history
+from spark_checks.parallel import (
+    KILL_GRACE_SECONDS,
+    Stop,
+    StopKind,
+    Tally,
+    Task,
+    TaskContext,
+    WorkerError,
+    WorkerPool,
+    fork_available,
+    progress_text,
+)
+from spark_checks.readers import write_jsonl
+
+PORCUPINE = Path(__file__).resolve().parents[3] / "shared" / "histories" / "porcupine" / "test_data"
+needs_histories = pytest.mark.skipif(not PORCUPINE.is_dir(), reason="needs ../shared/histories")
+needs_fork = pytest.mark.skipif(not fork_available(), reason="needs fork")
+
+
+def hard_kv_history(path: Path, keys: int, writers: int = 30) -> Path:
+    """Per key: a put of "" (so the traceable procedure falls back to the search), then
+    `writers` concurrent puts of "1", then a get of "": invalid, and only after trying every
+    order of the puts (2^writers cached states)."""
+    lines: list[dict[str, Any]] = []
+
+    def add(process: int, kind: str, f: str, key: str, value: str | None) -> None:
+        lines.append(
+            {"index": len(lines), "process": process, "type": kind, "f": f, "key": key, "value": value}
+        )
+
+    for number in range(keys):
+        key, base = f"k{number}", number * 1000
+        add(base + 999, "invoke", "put", key, "")
+        add(base + 999, "ok", "put", key, "")
+        for process in range(writers):
+            add(base + process, "invoke", "put", key, "1")
+        for process in range(writers):
+            add(base + process, "ok", "put", key, "1")
+        add(base + writers, "invoke", "get", key, None)
+        add(base + writers, "ok", "get", key, "")
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def comparable(report: HistoryReport) -> list[tuple[Any, ...]]:
+    """Everything a part's result says except how long it took."""
+    return [
+        (r.checker, r.model, r.partition, r.verdict, r.operations, r.evidence, r.conventions)
+        for r in report.results
+    ]
+
+
+@pytest.fixture(scope="module")
+def pool() -> Any:
+    with WorkerPool(2) as workers:
+        yield workers
+
+
+@needs_fork
+@needs_histories
+@pytest.mark.parametrize(
+    "name",
+    ["kv/c10-bad.txt", "kv/c10-ok.txt", "kv/c01-bad.txt", "jepsen/etcd_000.log", "jepsen/etcd_002.log"],
+)
+def test_workers_give_the_results_of_one_process(name: str, pool: WorkerPool) -> None:
+    path = PORCUPINE / name
+    alone = verify_history(path, VerifyOptions(engine="local"))
+    together = verify_history(path, VerifyOptions(engine="local"), pool=pool)
+    assert together.verdict is alone.verdict
+    assert comparable(together) == comparable(alone)
+    assert (together.operations, together.calls) == (alone.operations, alone.calls)
+
+
+@needs_fork
+@pytest.mark.parametrize("general", [False, True])
+def test_workers_give_the_results_of_one_process_on_kafka(
+    tmp_path: Path, pool: WorkerPool, general: bool
+) -> None:
+    # JSON Lines goes through the distributed stages (encoded parts sent to the workers),
+    # or through call objects with `general`; both with the whole-history cycle part.
+    history = tmp_path / "kafka.jsonl"
+    write_jsonl(history, generate_history(3_000, 6, seed=11, anomalies=INJECTABLE_ANOMALIES))
+    alone = verify_history(history, VerifyOptions(engine="local"), general=general)
+    together = verify_history(history, VerifyOptions(engine="local"), pool=pool, general=general)
+    assert alone.verdict is Verdict.INVALID
+    assert len(alone.results) > 2
+    assert comparable(together) == comparable(alone)
+
+
+@needs_histories
+@pytest.mark.parametrize("workers", [1, 2])
+def test_fail_fast_stops_at_the_first_invalid_part(workers: int) -> None:
+    with WorkerPool(workers) as pool:
+        report = verify_history(PORCUPINE / "kv/c10-bad.txt", VerifyOptions(fail_fast=True), pool=pool)
+    assert report.verdict is Verdict.INVALID
+    invalid = [r for r in report.results if r.verdict is Verdict.INVALID]
+    skipped = [r for r in report.results if r.verdict is Verdict.UNKNOWN]
+    assert invalid and skipped
+    stopped_at = {json.dumps(r.partition) for r in invalid}
+    for result in skipped:
+        reason = str(result.evidence["reason"])
+        assert reason.startswith("not checked: --fail-fast stopped at the invalid part ")
+        assert reason.rsplit(" ", 1)[1] in stopped_at
+    # The parts are still reported in key order, each once.
+    assert [r.partition for r in report.results] == sorted(r.partition for r in report.results)
+    full = verify_history(PORCUPINE / "kv/c10-bad.txt", VerifyOptions())
+    assert {r.verdict for r in full.results} <= {Verdict.VALID, Verdict.INVALID}
+    assert len(full.results) == len(report.results)
+
+
+def test_fail_fast_checks_the_smallest_parts_first(tmp_path: Path) -> None:
+    # Key k0 is hard (2^30 orders of its puts), k1 small and invalid: checked first, it stops
+    # the run before k0 is searched at all.
+    history = hard_kv_history(tmp_path / "hard.jsonl", keys=1)
+    small = '{"index": 100, "process": 5000, "type": "invoke", "f": "get", "key": "zz", "value": null}\n'
+    small += '{"index": 101, "process": 5000, "type": "ok", "f": "get", "key": "zz", "value": "x"}\n'
+    history.write_text(history.read_text() + small)
+    started = time.perf_counter()
+    report = verify_history(history, VerifyOptions(fail_fast=True, budget=Budget(max_seconds=60)))
+    assert time.perf_counter() - started < 10
+    verdicts = {r.partition: r.verdict for r in report.results}
+    assert verdicts == {"k0": Verdict.UNKNOWN, "zz": Verdict.INVALID}
+
+
+@needs_fork
+def test_the_deadline_is_kept_with_workers(tmp_path: Path) -> None:
+    history = hard_kv_history(tmp_path / "hard.jsonl", keys=3)
+    with WorkerPool(2) as pool:
+        started = time.time()
+        report = verify_history(
+            history, VerifyOptions(budget=Budget(max_seconds=60, deadline=started + 1.5)), pool=pool
+        )
+        elapsed = time.time() - started
+    assert elapsed < 2.5, elapsed  # within 1 s of the deadline
+    assert report.verdict is Verdict.UNKNOWN
+    assert all("time budget exhausted" in str(r.evidence["reason"]) for r in report.results)
+
+
+def _sleep(_shared: object, seconds: float, _context: TaskContext) -> str:
+    time.sleep(seconds)
+    return f"slept {seconds}"
+
+
+def _pid(_shared: object, verdict: str, _context: TaskContext) -> str:
+    return f"{verdict} in {os.getpid()}"
+
+
+def _stopped(index: int, stop: Stop) -> str:
+    return f"{index} {stop.kind.value} {stop.invalid}"
+
+
+@needs_fork
+def test_a_worker_busy_at_the_deadline_is_killed() -> None:
+    tasks = [
+        Task(1, _sleep, (0.0,), "quick"),
+        Task(2, _sleep, (60.0,), "slow"),
+        Task(3, _sleep, (60.0,), "later"),
+    ]
+    with WorkerPool(2) as pool:
+        started = time.time()
+        results = pool.run(tasks, is_invalid=lambda _r: False, stopped=_stopped, deadline=started + 0.5)
+        elapsed = time.time() - started
+    assert elapsed < 0.5 + KILL_GRACE_SECONDS + 0.5, elapsed
+    assert results[0] == "slept 0.0"
+    assert results[1] == "1 deadline "  # running at the deadline: killed
+    assert results[2] in ("2 deadline ", "2 not started ")
+
+
+@needs_fork
+def test_fail_fast_kills_the_workers_still_searching() -> None:
+    tasks = [Task(2, _sleep, (60.0,), "slow"), Task(1, _pid, ("invalid",), "bad")]
+    with WorkerPool(2) as pool:
+        started = time.time()
+        results = pool.run(
+            tasks,
+            is_invalid=lambda r: r.startswith("invalid"),
+            stopped=_stopped,
+            fail_fast=True,
+        )
+    assert time.time() - started < 5
+    assert results[0] == "0 fail fast bad"
+    assert results[1].startswith("invalid in ") and results[1] != f"invalid in {os.getpid()}"  # in a worker
+
+
+def _bad_input(_shared: object, number: int, _context: TaskContext) -> str:
+    raise HistoryError(Position("h.jsonl", line=number), f"bad line {number}")
+
+
+def _bug(_shared: object, _context: TaskContext) -> str:
+    known: dict[str, str] = {}
+    return known["missing"]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_earliest_bad_input_is_raised_as_itself(workers: int) -> None:
+    tasks = [Task(9, _bad_input, (3,), "a"), Task(1, _bad_input, (7,), "b"), Task(5, _sleep, (0.0,), "c")]
+    with WorkerPool(workers) as pool, pytest.raises(HistoryError) as raised:
+        pool.run(tasks, is_invalid=lambda _r: False, stopped=_stopped)
+    assert raised.value.position == Position("h.jsonl", line=3)
+
+
+@needs_fork
+def test_a_bug_in_a_worker_is_a_worker_error_with_its_traceback() -> None:
+    with WorkerPool(2) as pool, pytest.raises(WorkerError) as raised:
+        pool.run(
+            [Task(1, _bug, (), "k"), Task(2, _sleep, (0.0,), "j")],
+            is_invalid=lambda _r: False,
+            stopped=_stopped,
+        )
+    assert "KeyError" in str(raised.value) and "running k" in str(raised.value)
+    assert any("Traceback" in note for note in raised.value.__notes__)
+
+
+def test_the_progress_counts_invalid_and_unknown_parts_as_they_arrive() -> None:
+    said: list[str] = []
+    tally = Tally(4, said.append)
+    for verdict in ("valid", "invalid", "unknown", "invalid"):
+        tally.verdict(verdict, 4)
+    assert said == [
+        "1/4 parts checked, 0 invalid, 0 unknown",
+        "2/4 parts checked, 1 invalid, 0 unknown",
+        "3/4 parts checked, 1 invalid, 1 unknown",
+        "4/4 parts checked, 2 invalid, 1 unknown",
+    ]
+    assert progress_text(1, 1, 1, 0) == "1/1 part checked, 1 invalid, 0 unknown"
+
+
+@needs_histories
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_engine_reports_invalid_parts_as_they_are_found(workers: int) -> None:
+    said: list[str] = []
+    with WorkerPool(workers) as pool:
+        report = verify_history(
+            PORCUPINE / "kv/c10-bad.txt", VerifyOptions(), pool=pool, progress=said.append
+        )
+    counts = [message for message in said if " parts checked, " in message]
+    invalid = sum(r.verdict is Verdict.INVALID for r in report.results)
+    assert len(counts) == len(report.results)
+    assert counts[-1] == progress_text(len(report.results), len(report.results), invalid, 0)
+    assert invalid >= 1
+
+
+def test_several_searches_share_the_memory_budget() -> None:
+    from spark_checks.parallel import searches_budget
+
+    budget = Budget(max_memory_bytes=512)
+    assert searches_budget(budget, WorkerPool(1, 768), 10) == budget
+    if fork_available():
+        assert searches_budget(budget, WorkerPool(2, 768), 10).max_memory_bytes == 384
+        assert searches_budget(budget, WorkerPool(2, 768), 1) == budget  # one search alone
+        assert searches_budget(budget, WorkerPool(2, None), 10) == budget  # --max-memory given
+
+
+def test_a_pool_needs_a_worker() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        WorkerPool(0)
+    assert StopKind.FAIL_FAST.value == "fail fast"
