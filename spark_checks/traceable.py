@@ -37,8 +37,8 @@ Preconditions (each failing one is a `Fallback` with its reason; the search then
        place the reads saw them in: a base must be put once, and the ``j``-th append after a base
        is one place in every linearization, so distinct places are distinct writes. Each way to
        attribute the places to the writes of their value (an injection) is decided on its own:
-       the history is valid iff one of them is. At most `MAX_ATTRIBUTIONS` ways, and no value seen
-       in more places than it was written.
+       the history is valid iff one of them is (a value seen in more places than it was appended
+       is invalid). At most `MAX_ATTRIBUTIONS` ways.
     5. Decoding costs at most `DECODE_WORK_LIMIT` substring probes (the sum of the distinct read
        lengths times the number of distinct append lengths).
 
@@ -189,10 +189,10 @@ def decide(
     decoded = _decode_reads(shape, prepared, initial, named)
     if not isinstance(decoded, dict):
         return decoded
-    cases = _attributions(shape, decoded)
-    if isinstance(cases, Fallback):
+    cases = _attributions(shape, decoded, named)
+    if not isinstance(cases, list):
         return cases
-    first_invalid: Decision | None = None
+    failures: list[Decision] = []
     for case in cases:
         outcome = _place(shape, _attribute(decoded, case), prepared, named)
         if outcome.verdict is Verdict.VALID:
@@ -202,15 +202,18 @@ def decide(
                     f"the linearization built did not replay ({problem}): a bug, please report it"
                 )
             return outcome
-        first_invalid = first_invalid or outcome
-    assert first_invalid is not None  # there is always at least one case
-    if len(cases) == 1:
-        return first_invalid
-    why = (
-        f"each of the {len(cases)} ways to tell apart the writes of a value written more than once "
-        f"fails; with the first: {first_invalid.why}"
-    )
-    return Decision(Verdict.INVALID, (), first_invalid.unplaceable, first_invalid.blocking, why)
+        failures.append(outcome)
+    first = failures[0]
+    if len(failures) == 1:
+        return first
+    if all(failure.why == first.why for failure in failures):
+        why = f"{first.why} (whichever write of each repeated value the reads saw: {len(failures)} ways)"
+    else:
+        why = (
+            f"each of the {len(failures)} ways to tell apart the writes of the values written more than "
+            f"once fails; with the first: {first.why}"
+        )
+    return Decision(Verdict.INVALID, (), first.unplaceable, first.blocking, why)
 
 
 # ---------------------------------------------------------------------------------------
@@ -425,23 +428,29 @@ _Role = tuple[Hashable, ...]
 _Case = dict[_Role, int]  # role -> the position of the write that fills it
 
 
-def _attributions(shape: _Shape, decoded: dict[int, _Tokens]) -> list[_Case] | Fallback:
+def _attributions(
+    shape: _Shape, decoded: dict[int, _Tokens], describe: Describe
+) -> list[_Case] | Decision | Fallback:
     """The ways to attribute each token the reads saw to a write (see the module docstring).
 
     A base ``b`` put once names one epoch, so the ``j``-th append after it is one place in any
     linearization: two different roles are two different writes. A value appended ``k`` times and
-    seen in ``r`` roles is attributed by each injection of the roles into its ``k`` appends.
+    seen in ``r`` roles is attributed by each injection of the roles into its ``k`` appends; with
+    ``r > k`` there is none and the history is invalid.
     """
     roles: dict[Hashable, set[_Role]] = {}  # appended value -> its roles
+    reader: dict[_Role, int] = {}  # a read that saw the role
     fixed: _Case = {}
-    for base, sequence in decoded.values():
+    for read, (base, sequence) in decoded.items():
         if base is not _INITIAL_BASE:
             copies = shape.puts[base]
             if len(copies) > 1:
                 return Fallback(f"the value {_brief(base)} is put more than once and read as a base")
             fixed[("p", base)] = copies[0]
         for number, value in enumerate(sequence):
-            roles.setdefault(value, set()).add(("a", base, number, value))
+            role = ("a", base, number, value)
+            roles.setdefault(value, set()).add(role)
+            reader.setdefault(role, read)
     choices: list[tuple[list[_Role], list[tuple[int, ...]]]] = []
     for value, value_roles in roles.items():
         copies = shape.appends[value]
@@ -450,7 +459,12 @@ def _attributions(shape: _Shape, decoded: dict[int, _Tokens]) -> list[_Case] | F
             fixed[ordered[0]] = copies[0]
             continue
         if len(ordered) > len(copies):
-            return Fallback(f"the reads saw the value {_brief(value)} in more places than it was appended")
+            reads = sorted({reader[role] for role in ordered})
+            why = (
+                f"the reads saw {describe(copies[0])} in {len(ordered)} places (after different writes), "
+                f"but it was appended {_plural(len(copies), 'time')}: {'; '.join(map(describe, reads[:4]))}"
+            )
+            return Decision(Verdict.INVALID, unplaceable=tuple(reads), blocking=reads[0], why=why)
         choices.append((ordered, list(itertools.permutations(copies, len(ordered)))))
     count = math.prod(len(options) for _, options in choices)
     if count > MAX_ATTRIBUTIONS:
@@ -621,7 +635,9 @@ def _order_reason(block: _Block, later: int, earlier: int, decoded: dict[int, _D
         return "it saw that write's effect"
     if earlier in decoded:
         seen = "the initial value" if block.base == _INITIAL else "the value put"
-        return f"that read saw {seen} without this append, and another read saw this append"
+        return (
+            f"that read saw {seen} and appends after it, not this append, which a longer read saw after those"
+        )
     return "a read saw the value in which this write follows that one"
 
 
@@ -701,6 +717,10 @@ def _replay_problem(
     if missing or len(order) != len(set(order)):
         return f"{len(missing)} required calls left out or a call placed twice"
     return ""
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def _brief(value: Any, limit: int = 60) -> str:
