@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import orjson
 
 from reference.models import resolve_conventions
-from spark_checks import kafka_checker, linearizability
+from spark_checks import kafka_checker, linearizability, maelstrom_kafka
 from spark_checks.history import Call, CheckResult, JsonValue, Operation, Outcome, Verdict
 
 KAFKA_FUNCTIONS = frozenset({"send", "poll", "assign", "subscribe", "txn", "commit", "crash", "debug"})
@@ -46,6 +46,7 @@ MODEL_NAMES = (
     "set",
     "unordered-queue",
     "kafka-log",
+    "maelstrom-kafka",
 )
 
 
@@ -294,6 +295,8 @@ def _check_cycles(plan: Plan, calls: Sequence[Call]) -> CheckResult:
         unseen=options.unseen,
         deadline=plan.budget.deadline,
     )
+    if maelstrom_kafka.is_maelstrom(plan.conventions):  # Maelstrom's :stats check needs every call
+        whole = maelstrom_kafka.with_stats(whole, [*calls, *context.subscriptions])
     return CheckResult(
         whole.checker,
         whole.model,

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from reference.models import resolve_conventions
-from spark_checks import distributed, linearizability, readers
+from spark_checks import distributed, linearizability, maelstrom_kafka, readers, vacuous
 from spark_checks.checking import (
     CYCLES_PART,
     Budget,
@@ -125,7 +125,8 @@ ProgressCallback = Callable[[str], None]
 
 def _plan(options: VerifyOptions, info: readers.SourceInfo, sample: list[Operation]) -> Plan:
     model = options.model if options.model != "auto" else detect_model(sample)
-    conventions = {**info.conventions, **options.conventions}
+    model, dialect = maelstrom_kafka.resolve(model, options.model == "auto", info.format, sample)
+    conventions = {**info.conventions, **dialect, **options.conventions}
     return Plan(model=model, conventions=conventions, budget=options.budget)
 
 
@@ -167,6 +168,8 @@ def verify_history(
     started = time.perf_counter()
     info, operations = readers.open_history(file, options.fmt)
     sample = list(itertools.islice(operations, 2000))
+    if not sample:  # nothing recorded: unknown, whatever the model (see spark_checks.vacuous)
+        return _empty_report(file, info, options, engine, time.perf_counter() - started)
     plan = _plan(options, info, sample)
     stream: Iterator[Operation] = itertools.chain(sample, operations)
     kept: list[Operation] | None = None
@@ -190,21 +193,42 @@ def verify_history(
             raise
         raise bad from None
     results = checked.results
+    shown_model = maelstrom_kafka.report_model(plan.model, plan.conventions)
     if plan.model == "kafka" and all(result.partition != CYCLES_PART for result in results):
+        functions = vacuous.history_functions(file, info.format)
+        if not vacuous.kafka_checks_some(functions):
+            raise vacuous.vacuous_check_error(file, shown_model, functions, kafka=True)
         # No data call: the whole-history part still answers (Elle's empty-transaction-graph).
         results = [*results, check_part(plan, CYCLES_PART, [])]
+    elif not results:
+        functions = vacuous.history_functions(file, info.format)
+        raise vacuous.vacuous_check_error(file, plan.model, functions, kafka=False)
     return HistoryReport(
         path=str(file),
         format=info.format,
-        model=plan.model,
+        model=shown_model,
         engine=engine,
-        conventions=results[0].conventions if results else plan.conventions,
+        conventions=maelstrom_kafka.report_conventions(
+            results[0].conventions if results else plan.conventions, plan.conventions
+        ),
         verdict=combine_verdicts(result.verdict for result in results),
         operations=checked.operations,
         calls=checked.calls,
         results=results,
         seconds=time.perf_counter() - started,
         history=kept,
+    )
+
+
+def _empty_report(
+    file: Path, info: readers.SourceInfo, options: VerifyOptions, engine: str, seconds: float
+) -> HistoryReport:
+    """The report on a history without operations: `unknown` (`spark_checks.vacuous`)."""
+    model = options.model if options.model != "auto" else "none"
+    conventions = {**info.conventions, **options.conventions}
+    result = vacuous.empty_history_result(model, conventions)
+    return HistoryReport(
+        str(file), info.format, model, engine, conventions, Verdict.UNKNOWN, 0, 0, [result], seconds
     )
 
 

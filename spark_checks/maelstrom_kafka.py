@@ -1,0 +1,190 @@
+"""Maelstrom's `kafka` workload ("Gossip Glomers" challenge 5): its history and its checks.
+
+Maelstrom (`jepsen-io/maelstrom`, `src/maelstrom/workload/kafka.clj` and `doc/workloads.md`)
+tests a toy log service through four RPCs: `send {key, msg}` -> `send_ok {offset}`,
+`poll {offsets: {key: offset}}` -> `poll_ok {msgs: {key: [[offset, msg], ...]}}`,
+`commit_offsets {offsets}` -> `commit_offsets_ok` and `list_committed_offsets {keys}` ->
+`list_committed_offsets_ok {offsets}`. Its Jepsen client records *operations*, not RPCs, in
+the `history.edn` a run leaves in `store/` (one map per line, as `jepsen.history.Op` prints):
+
+* `send`: invoked `[[:send "k" msg]]`, completed `[[:send "k" [offset msg]]]`.
+* `poll`: invoked `[[:poll]]`, completed `[[:poll {"k" [[offset msg] ...]}]]` (a key with no
+  message may be left out; `{}` when none). After every poll that read something the client
+  sends `commit_offsets` with the highest offset polled per key: that RPC is part of the
+  poll operation, so a failed commit makes the poll an `info` (or `fail`) with its messages
+  unrecorded.
+* `assign`: `["k" ...]`, the keys to poll from now on; the client asks
+  `list_committed_offsets` for the keys it did not already hold and starts polling there (0
+  without a committed offset). The final phase assigns every key with
+  `:seek-to-beginning? true` (from offset 0, no RPC). An assign is idempotent: a timeout
+  fails it.
+* `crash`: invoked and completed `info`; the client is torn down and its worker continues
+  as a new process, as after any `info`.
+
+Keys are strings (the workload rewrites Jepsen's integer keys so they can be JSON object
+keys), offsets integers, messages the integers Jepsen's generator sends. Errors: a timeout
+or an indefinite Maelstrom error code makes a send or poll `info`; a definite one (e.g. 11,
+`temporarily-unavailable`) makes it `fail`; the completion carries `:error`. So
+`commit_offsets` and `list_committed_offsets` never appear in the history: a committed offset
+that goes backwards is seen only through the polls that follow an assign, and Jepsen stops
+tracking a key's position when an assign leaves it out, so Maelstrom reports no anomaly for
+it (`committed-offsets-backwards.edn` in the tests).
+
+The checks, as `maelstrom.core/maelstrom-test` composes them for this workload:
+
+* `:workload`: `jepsen.tests.kafka/checker` unchanged (`spark_checks.kafka_checker`), with the
+  test options the workload sets: `:sub-via #{:assign}` (so `poll-skip` and
+  `nonmonotonic-poll` are errors), `:txn? false` and no `:ww-deps`. Allowed types:
+  `int-send-skip`, `G0`, `G0-process`, `G0-realtime`, `PL-1-cycle-exists`,
+  `strong-PL-1-cycle-exists`; every other type found makes the history invalid. Jepsen's own
+  `unseen` fold is used (`unseen="jepsen"`), since that is what Maelstrom reports.
+* `:stats`: `jepsen.checker/stats` wrapped by `jepsen.tests.kafka/stats-checker`: every
+  function with completions (the client's, not the nemesis's) except `crash` and
+  `debug-topic-partitions` must have at least one `ok` completion (a service that refuses
+  every send fails here even if no anomaly is found). Reported as `maelstrom_stats` in the
+  whole-history part, with Jepsen's per-function counts.
+* Not from the history, so not here: `:availability` (only with Maelstrom's
+  `--availability`; valid otherwise), `:net` (the network journal), `:perf`, `:timeline`,
+  `:exceptions` (always valid).
+
+Dialect detection (`--model auto`): an EDN Kafka history without `txn` or `subscribe`
+operations whose keys (in sends, polls and assigns) are all strings is Maelstrom's (Jepsen's
+own Kafka workload, and every Jepsen Kafka test, uses integer keys). `--model
+maelstrom-kafka` selects it for any format. The dialect is carried as conventions of a
+`kafka` plan (`dialect`, `sub_via`, `unseen`), so both engines run it unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from spark_checks.history import Call, CheckResult, JsonValue, Operation, Verdict
+
+MODEL: Final = "maelstrom-kafka"
+"""The `--model` name of Maelstrom's kafka workload."""
+
+DIALECT_CONVENTIONS: Final[Mapping[str, JsonValue]] = {
+    "dialect": MODEL,
+    "sub_via": ["assign"],
+    "unseen": "jepsen",
+}
+"""The conventions a Maelstrom kafka plan adds to the Kafka checker's (flags still override)."""
+
+REPORT_CONVENTIONS: Final[Mapping[str, JsonValue]] = {
+    "dialect": MODEL,
+    "maelstrom_checks": "jepsen.tests.kafka/checker (:sub-via #{:assign}, :txn? false) and "
+    "jepsen.checker/stats (every function but crash and debug-topic-partitions has an ok)",
+}
+"""What a report on a Maelstrom kafka history states besides the Kafka checker's conventions."""
+
+STATS_IGNORED: Final = frozenset({"crash", "debug-topic-partitions"})
+"""Functions `jepsen.tests.kafka/stats-checker` lets have no `ok` completion."""
+
+_KAFKA_FUNCTIONS: Final = frozenset({"send", "poll", "assign", "subscribe", "txn"})
+
+
+def is_maelstrom(conventions: Mapping[str, JsonValue]) -> bool:
+    """Whether a plan's conventions select Maelstrom's kafka dialect."""
+    return conventions.get("dialect") == MODEL
+
+
+def resolve(
+    model: str, detected: bool, fmt: str, sample: Sequence[Operation]
+) -> tuple[str, dict[str, JsonValue]]:
+    """The plan's model and the dialect conventions it adds: `maelstrom-kafka` (asked for, or
+    `kafka` detected on an EDN history that `looks_like_maelstrom`) is the `kafka` model with
+    `DIALECT_CONVENTIONS`; any other model is itself, with none."""
+    if model == MODEL or (detected and model == "kafka" and fmt == "edn" and looks_like_maelstrom(sample)):
+        return "kafka", dict(DIALECT_CONVENTIONS)
+    return model, {}
+
+
+def looks_like_maelstrom(sample: Iterable[Operation]) -> bool:
+    """A Kafka history of single sends, polls and assigns whose keys are all strings, with
+    at least one key: how Maelstrom's kafka workload records them (see the module docstring)."""
+    keys = 0
+    for operation in sample:
+        if operation.f in ("txn", "subscribe"):
+            return False
+        found = _keys(operation)
+        if found is None:
+            return False
+        keys += len(found)
+    return keys > 0
+
+
+def _keys(operation: Operation) -> list[Any] | None:
+    """The string keys an operation names; None if it names one that is not a string."""
+    value = operation.value
+    found: list[Any] = []
+    if operation.f == "assign" and isinstance(value, list):
+        found.extend(value)
+    elif operation.f in ("send", "poll") and isinstance(value, list):
+        for micro in value:
+            if not isinstance(micro, list) or not micro:
+                continue
+            if micro[0] == "send" and len(micro) > 1:
+                found.append(micro[1])
+            elif micro[0] == "poll" and len(micro) > 1 and isinstance(micro[1], dict):
+                found.extend(micro[1])
+    return found if all(isinstance(key, str) for key in found) else None
+
+
+def stats(calls: Iterable[Call]) -> dict[str, JsonValue]:
+    """`jepsen.checker/stats` over the completions of the client's Kafka calls, as
+    `jepsen.tests.kafka/stats-checker` judges it: per function the ok, fail and info counts;
+    valid when every function but `STATS_IGNORED` has an `ok`. A call never completed has no
+    completion to count."""
+    counts: dict[str, dict[str, int]] = {}
+    for call in calls:
+        if call.complete_index is None or not isinstance(call.process, int) or call.f not in _KAFKA_FUNCTIONS:
+            continue
+        by_type = counts.setdefault(call.f, {"ok": 0, "fail": 0, "info": 0})
+        by_type[call.outcome.value] += 1
+    by_f: dict[str, JsonValue] = {
+        f: {
+            "valid": counted["ok"] > 0,
+            "count": sum(counted.values()),
+            "ok_count": counted["ok"],
+            "fail_count": counted["fail"],
+            "info_count": counted["info"],
+        }
+        for f, counted in sorted(counts.items())
+    }
+    without_ok = [f for f, counted in sorted(counts.items()) if not counted["ok"] and f not in STATS_IGNORED]
+    return {"valid": not without_ok, "without_ok": without_ok, "by_f": by_f}
+
+
+def with_stats(result: CheckResult, calls: Iterable[Call]) -> CheckResult:
+    """The Kafka whole-history part's result with Maelstrom's `:stats` check added: its
+    figures in `maelstrom_stats`, and the part invalid when it fails (an `unknown` part stays
+    unknown: its anomalies were not decided)."""
+    figures = stats(calls)
+    verdict = result.verdict
+    if not figures["valid"] and verdict is Verdict.VALID:
+        verdict = Verdict.INVALID
+    return CheckResult(
+        result.checker,
+        result.model,
+        result.partition,
+        verdict,
+        result.operations,
+        {**result.evidence, "maelstrom_stats": figures},
+        {**result.conventions, **REPORT_CONVENTIONS},
+        result.seconds,
+    )
+
+
+def report_model(model: str, conventions: Mapping[str, JsonValue]) -> str:
+    """The model a report names: `maelstrom-kafka` for the Kafka model in Maelstrom's dialect."""
+    return MODEL if model == "kafka" and is_maelstrom(conventions) else model
+
+
+def report_conventions(
+    conventions: Mapping[str, JsonValue], plan_conventions: Mapping[str, JsonValue]
+) -> dict[str, JsonValue]:
+    """A report's conventions, with Maelstrom's when the plan is in its dialect."""
+    if is_maelstrom(plan_conventions):
+        return {**conventions, **REPORT_CONVENTIONS, "unseen": plan_conventions.get("unseen", "jepsen")}
+    return dict(conventions)
