@@ -375,12 +375,17 @@ class _SearchBudget:
 
 def _nested_bytes(state: Any) -> int:
     """The bytes a new model state holds: itself, and for a tuple the containers it holds one
-    level down (a multi-register's frozenset); their items are shared with older states."""
+    level down (a multi-register's frozenset); their items are shared with older states. A
+    frozenset's members all count (a power-set state of `spark_checks.user_models` holds the
+    states it may be, e.g. kv strings that grow; erring high where members are shared)."""
     size = sys.getsizeof(state)
     if state.__class__ is tuple:
         for item in state:
             if item.__class__ is tuple or item.__class__ is frozenset:
                 size += sys.getsizeof(item)
+    elif state.__class__ is frozenset:
+        for item in state:
+            size += sys.getsizeof(item)
     return size
 
 
