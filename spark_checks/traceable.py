@@ -119,7 +119,7 @@ DECODE_WORK_LIMIT: Final = 20_000_000
 """Substring probes allowed for decoding the reads (a few seconds of Python at worst)."""
 
 _DECODINGS_KEPT: Final = 8  # decodings of a read enumerated; a read with this many falls back
-MAX_ATTRIBUTIONS: Final = 4096
+MAX_ATTRIBUTIONS: Final = 1024
 """Cases tried when values written more than once must be told apart (each costs O(n log n))."""
 
 _INITIAL: Final = -1  # the base position of a read that saw no put
@@ -143,6 +143,9 @@ class Decision:
     unplaceable: tuple[int, ...] = ()
     blocking: int = -1
     why: str = ""
+    by_roles: bool = False
+    """The failure follows from the places the reads saw alone (two reads disagree, or one call
+    must follow another it completed before): the same whichever write fills each place."""
 
 
 class Prepared(Protocol):
@@ -189,9 +192,10 @@ def decide(
     decoded = _decode_reads(shape, prepared, initial, named)
     if not isinstance(decoded, dict):
         return decoded
-    cases = _attributions(shape, decoded, named)
-    if not isinstance(cases, list):
-        return cases
+    attributions = _attributions(shape, decoded, named)
+    if not isinstance(attributions, tuple):
+        return attributions
+    cases, settled = attributions
     failures: list[Decision] = []
     for case in cases:
         outcome = _place(shape, _attribute(decoded, case), prepared, named)
@@ -203,11 +207,13 @@ def decide(
                 )
             return outcome
         failures.append(outcome)
+        if outcome.by_roles and settled.issuperset(outcome.unplaceable):
+            break  # the calls named fill the same places in every attribution: each fails alike
     first = failures[0]
-    if len(failures) == 1:
+    if len(cases) == 1:
         return first
-    if all(failure.why == first.why for failure in failures):
-        why = f"{first.why} (whichever write of each repeated value the reads saw: {len(failures)} ways)"
+    if len(failures) < len(cases) or all(failure.why == first.why for failure in failures):
+        why = f"{first.why} (whichever write of each repeated value the reads saw: {len(cases)} ways)"
     else:
         why = (
             f"each of the {len(failures)} ways to tell apart the writes of the values written more than "
@@ -430,13 +436,14 @@ _Case = dict[_Role, int]  # role -> the position of the write that fills it
 
 def _attributions(
     shape: _Shape, decoded: dict[int, _Tokens], describe: Describe
-) -> list[_Case] | Decision | Fallback:
+) -> tuple[list[_Case], frozenset[int]] | Decision | Fallback:
     """The ways to attribute each token the reads saw to a write (see the module docstring).
 
     A base ``b`` put once names one epoch, so the ``j``-th append after it is one place in any
     linearization: two different roles are two different writes. A value appended ``k`` times and
     seen in ``r`` roles is attributed by each injection of the roles into its ``k`` appends; with
-    ``r > k`` there is none and the history is invalid.
+    ``r > k`` there is none and the history is invalid. Also returns the *settled* calls: the
+    reads and the writes every attribution puts in the same place.
     """
     roles: dict[Hashable, set[_Role]] = {}  # appended value -> its roles
     reader: dict[_Role, int] = {}  # a read that saw the role
@@ -477,7 +484,7 @@ def _attributions(
         for (chosen_roles, _), positions in zip(choices, picked, strict=True):
             case.update(zip(chosen_roles, positions, strict=True))
         cases.append(case)
-    return cases
+    return cases, frozenset(decoded) | frozenset(fixed.values())
 
 
 def _attribute(decoded: dict[int, _Tokens], case: _Case) -> dict[int, _Decoded]:
@@ -535,6 +542,7 @@ def _place(shape: _Shape, decoded: dict[int, _Decoded], prepared: Prepared, desc
                         unplaceable=tuple(sorted((position, latest_call), key=invoke.__getitem__)),
                         blocking=position,
                         why=why,
+                        by_roles=True,
                     )
             for position in group:
                 if invoke[position] > latest:
@@ -604,7 +612,9 @@ def _build_blocks(decoded: dict[int, _Decoded], describe: Describe) -> list[_Blo
                     f"{describe(read)} and {describe(longest_read)} saw the appends after the same "
                     "value in different orders (each append happens once)"
                 )
-                return Decision(Verdict.INVALID, unplaceable=(read, longest_read), blocking=read, why=why)
+                return Decision(
+                    Verdict.INVALID, unplaceable=(read, longest_read), blocking=read, why=why, by_roles=True
+                )
         for append in longest:
             if append in seen_in:
                 other = seen_in[append]
