@@ -426,7 +426,9 @@ def _kafka_explanations(result: CheckResult, limit: int) -> list[Explanation]:
                 Explanation(
                     part=result.partition,
                     kind=kind,
-                    sentence=sentence + ("" if kind in errors else " (allowed under this test's settings)"),
+                    sentence=sentence
+                    if kind in errors
+                    else sentence[:-1] + " (allowed under this test's settings).",
                     calls=calls,
                     key=None if record.get("key") is None else str(record.get("key")),
                     offsets=_offsets_of(record),

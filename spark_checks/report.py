@@ -24,8 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from spark_checks.engine import HistoryReport
-from spark_checks.explain import Explanation, Lookup, explain_result, explain_results
-from spark_checks.history import CheckResult, JsonValue, Operation, Verdict
+from spark_checks.explain import (
+    Explanation,
+    Lookup,
+    call_spans,
+    explain_result,
+    explain_results,
+    indices_to_look_up,
+)
+from spark_checks.history import CheckResult, HistoryError, JsonValue, Operation, Verdict
 
 EXIT_CODES = {Verdict.VALID: 0, Verdict.INVALID: 1, Verdict.UNKNOWN: 3}
 """`kafkaspec verify` exit codes: 0 valid, 1 anomaly / not linearizable, 3 unknown."""
@@ -106,12 +113,36 @@ def explanations(report: HistoryReport, lookup: Lookup | None = None) -> list[Ex
     return explain_results([*failing, *allowed], lookup)
 
 
+def sentence_lookup(report: HistoryReport) -> Lookup | None:
+    """The calls a linearizability sentence names (who made them, where they ended), from the
+    kept history or else by reading the file again up to their completions; None when no
+    sentence needs one or the file cannot be read again (the sentences then name indices)."""
+    wanted = indices_to_look_up(report.failing())
+    if not wanted:
+        return None
+    if report.history is not None:
+        return call_spans(report.history, wanted)
+    from spark_checks.readers import open_history  # only an invalid linearizability part reads again
+
+    try:
+        _, operations = open_history(report.path, report.format)
+        return call_spans(operations, wanted)
+    except (OSError, HistoryError, ValueError):
+        return None
+
+
+def _lookups(
+    reports: Sequence[HistoryReport], given: Sequence[Lookup | None] | None
+) -> Sequence[Lookup | None]:
+    return given if given is not None else [sentence_lookup(report) for report in reports]
+
+
 def report_json(
     reports: Sequence[HistoryReport], lookups: Sequence[Lookup | None] | None = None
 ) -> dict[str, Any]:
     """The `--json` document. `lookups` (one per report) name the processes of the calls the
-    linearizability sentences mention (`explain.call_spans`)."""
-    found = lookups if lookups is not None else [None] * len(reports)
+    linearizability sentences mention (`explain.call_spans`; by default `sentence_lookup`)."""
+    found = _lookups(reports, lookups)
     return {
         "verdict": _overall(reports).value,
         "explanations": [
@@ -174,7 +205,7 @@ def text_summary(
     """Lines for the terminal: per history its verdict, conventions, and per failing part
     the sentences that say why (the same as the HTML report's)."""
     lines: list[str] = []
-    found = lookups if lookups is not None else [None] * len(reports)
+    found = _lookups(reports, lookups)
     for report, lookup in zip(reports, found, strict=True):
         conventions = ", ".join(
             f"{name}={json.dumps(value)}" for name, value in sorted(report.conventions.items())

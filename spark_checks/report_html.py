@@ -35,6 +35,7 @@ and `data-role`; a sentence is `li[data-explanation][data-type=TYPE]`.
 from __future__ import annotations
 
 import bisect
+import gc
 import html
 import json
 import math
@@ -73,12 +74,16 @@ _CHAR: Final = 6.1  # width of a 10px monospace character
 # ---------------------------------------------------------------------------------------
 
 
+_OUTCOMES: Final = {OpType.OK: Outcome.OK, OpType.FAIL: Outcome.FAIL, OpType.INFO: Outcome.INFO}
+
+
 def history_calls(operations: Iterable[Operation]) -> list[Call]:
     """Each invocation paired with its process's next operation, sorted by invocation index;
     completions without an invocation (a window's start, a nemesis) are left out, and calls
     never completed end the list as `info` without a completion."""
     calls: list[Call] = []
     open_calls: dict[Any, Operation] = {}
+    outcomes = _OUTCOMES
     for operation in operations:
         if operation.type is OpType.INVOKE:
             open_calls[operation.process] = operation
@@ -92,7 +97,7 @@ def history_calls(operations: Iterable[Operation]) -> list[Call]:
                 invocation.f,
                 invocation.value,
                 operation.value if operation.type is OpType.OK else None,
-                Outcome(operation.type.value),
+                outcomes[operation.type],
                 invocation.index,
                 operation.index,
                 invocation.key,
@@ -633,25 +638,50 @@ class KeyLog:
 
 def key_logs(view: HistoryView, keys: Iterable[str]) -> dict[str, KeyLog]:
     """One pass over the history: for each key asked for, the values sent and polled at
-    each offset, and the offset of each value."""
+    each offset, and the offset of each value (other keys' micro-operations are skipped
+    before they are read, so a long history costs one loop over its calls)."""
     logs = {key: KeyLog() for key in keys}
     if not logs:
         return logs
     for call in view.calls:
-        if call.f not in ("send", "poll", "txn"):
+        f = call.f
+        if f != "send" and f != "poll" and f != "txn":
             continue
-        sends, polls = kafka_pairs(call)
-        for key, offset, value in sends:
-            log = logs.get(key)
-            if log is not None and isinstance(offset, int) and call.outcome is not Outcome.FAIL:
-                log.sent.setdefault(offset, []).append((value, call))
-                log.offset_of_value.setdefault(_hashable(value), offset)
-        for key, offset, value in polls:
-            log = logs.get(key)
-            if log is not None and isinstance(offset, int):
-                log.polled.setdefault(offset, []).append((value, call))
-                log.offset_of_value.setdefault(_hashable(value), offset)
+        value = _kafka_value(call)
+        if value.__class__ is not list:
+            continue
+        for mop in value:
+            if mop.__class__ is not list or len(mop) < 2:
+                continue
+            name = mop[0]
+            if name in _SENDS and f != "poll" and len(mop) >= 3:
+                log = logs.get(mop[1] if mop[1].__class__ is str else str(mop[1]))
+                sent = mop[2]
+                if (
+                    log is None
+                    or sent.__class__ is not list
+                    or len(sent) != 2
+                    or call.outcome is Outcome.FAIL
+                ):
+                    continue
+                offset, written = sent
+                if isinstance(offset, int):
+                    log.sent.setdefault(offset, []).append((written, call))
+                    log.offset_of_value.setdefault(_hashable(written), offset)
+            elif name in _POLLS and f != "send" and mop[1].__class__ is dict:
+                for key, pairs in mop[1].items():
+                    log = logs.get(key if key.__class__ is str else str(key))
+                    if log is None or pairs.__class__ is not list:
+                        continue
+                    for pair in pairs:
+                        if pair.__class__ is list and len(pair) == 2 and isinstance(pair[0], int):
+                            log.polled.setdefault(pair[0], []).append((pair[1], call))
+                            log.offset_of_value.setdefault(_hashable(pair[1]), pair[0])
     return logs
+
+
+_SENDS: Final = frozenset({"send", ":send"})
+_POLLS: Final = frozenset({"poll", ":poll"})
 
 
 def _hashable(value: Any) -> Any:
@@ -1134,6 +1164,16 @@ def _history_section(
 def html_page(reports: Sequence[HistoryReport], histories: Sequence[Sequence[Operation]]) -> str:
     """The whole page for `reports`, each with its history's operations (all of them, or a
     window around the evidence)."""
+    enabled = gc.isenabled()
+    gc.disable()  # the page makes no reference cycles; collections would rescan the whole history
+    try:
+        return _page(reports, histories)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _page(reports: Sequence[HistoryReport], histories: Sequence[Sequence[Operation]]) -> str:
     from spark_checks.report import overall_verdict  # the report module owns the verdict rules
 
     verdict = overall_verdict(reports)
