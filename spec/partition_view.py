@@ -168,5 +168,6 @@ def explain(property_name: str, state: PartitionState) -> str:
         return _missing_record(state, history.acknowledged_all, "acknowledged with acks=all")
     if property_name in {"replicas_agree_on_epoch_offsets", "followers_are_prefix_of_leader"}:
         return _divergence(state)
-    description = (partition.INVARIANTS[property_name].__doc__ or property_name).split(".")[0]
+    invariant = partition.INVARIANTS.get(property_name) or partition.RULE_INVARIANTS[property_name]
+    description = (invariant.__doc__ or property_name).split(".")[0]
     return f"this state breaks: {' '.join(description.split())}"

@@ -117,7 +117,10 @@ class TruncationRule(enum.Enum):
     @classmethod
     def parse(cls, text: str) -> TruncationRule:
         """Parse `hw`, `kip-101`, `kip-279`, `kip-320` (or its old name `epoch`)."""
-        return parse_rule(cls, text, {"epoch": "kip-320"})
+        try:
+            return parse_rule(cls, text, {"epoch": "kip-320"})
+        except ValueError:
+            raise ValueError(f"truncation must be hw, kip-101, kip-279 or kip-320, not {text!r}") from None
 
     @property
     def asks_the_leader(self) -> bool:

@@ -190,7 +190,7 @@ def test_overrides_use_kafka_names():
         ({"min.insync.replicas": "two"}, "bad value for min.insync.replicas: expected a whole number"),
         ({"acks": "2"}, "bad value for acks"),
         ({"unclean.leader.election.enable": "maybe"}, "expected true or false"),
-        ({"truncation": "offset"}, "truncation must be 'epoch' or 'hw'"),
+        ({"truncation": "offset"}, "truncation must be hw, kip-101, kip-279 or kip-320"),
         ({"replication.factor": "9"}, "expected a number from 1 to 4"),
         ({"min.insync.replicas": "3"}, "exceeds replication.factor=2"),
     ],
