@@ -996,6 +996,7 @@ def scenario_page(outcome: ScenarioOutcome[Any], witnesses: Sequence[WitnessTrac
         )
         for witness in witnesses:
             out.append(_heading(f"How {witness.name.replace('_', ' ')} is reached", "~"))
+            out.append(f"``kafkaspec check {scenario.name} --witness {witness.name}`` prints this trace.\n")
             if witness.trace is None:
                 out.append("Not reached within the bound.\n")
                 continue

@@ -42,9 +42,12 @@ from kafkaspec.docs import (
     rst_text,
     witness_traces,
 )
+from spec.composed_scenarios import REPLICATION_WITH_CONTROLLER
+from spec.controller.zk_scenarios import MACHINE as ZK_CONTROLLER
 from spec.machines import run_scenario
 from spec.partition_scenarios import PARTITION
 from spec.scenarios import MACHINES, SCENARIOS, SCENARIOS_BY_NAME
+from tests.test_explanations import COUNTEREXAMPLES, WITNESS_SENTENCES, WITNESS_STEPS
 
 pytest.importorskip("sphinx")
 
@@ -171,20 +174,37 @@ def test_pages_load_nothing_from_the_network(site):
 
 
 @pytest.mark.slow
-def test_the_partition_diagram_is_an_svg_of_the_explored_transitions(site):
+@pytest.mark.parametrize("machine", MACHINES, ids=[machine.name for machine in MACHINES])
+def test_every_machine_page_has_an_svg_diagram_of_the_explored_transitions(site, machine):
     if shutil.which("dot") is None:
         pytest.skip("Graphviz's dot is not installed (.ci/run installs Debian's graphviz)")
-    graph = diagram_graph(PARTITION)
-    assert graph is not None
-    page = html_of(site, "machines/partition.html")
+    graph = diagram_graph(machine)
+    assert graph is not None, f"{machine.name} declares no diagram"
+    page = html_of(site, f"machines/{machine.name}.html")
     svg_name = re.search(r'data="\.\./(_images/graphviz-[0-9a-f]+\.svg)"', page)
-    assert svg_name, "no diagram on the partition page"
-    svg = (site.out / svg_name.group(1)).read_text()
+    assert svg_name, f"no diagram on the {machine.name} page"
+    svg = html.unescape((site.out / svg_name.group(1)).read_text())
     for node in graph.nodes:
         assert f">{node}</text>" in svg, node
     for names in graph.edges.values():
         for name in names:
             assert name in svg
+
+
+@pytest.mark.slow
+def test_scenario_pages_end_with_the_pinned_sentences(site):
+    """Each counterexample page ends with its explanation and each witness trace with what the
+    witness shows: the sentences `tests/test_explanations.py` pins."""
+    for name, (prop, steps, sentence) in COUNTEREXAMPLES.items():
+        page = html.unescape(html_of(site, f"scenarios/{name}.html"))
+        assert f"in {steps} steps" in page, name
+        assert f"Why <code>{prop}</code> fails: {sentence}." in page, name
+    for name, witnesses in WITNESS_STEPS.items():
+        page = html.unescape(html_of(site, f"scenarios/{name}.html"))
+        machine = SCENARIOS_BY_NAME[name].machine.name
+        for witness, steps in witnesses.items():
+            sentence = WITNESS_SENTENCES[(machine, witness)]
+            assert f"Reached <code>{witness}</code> in {steps} steps: {sentence}." in page, (name, witness)
 
 
 # ---------------------------------------------------------------------------------------
@@ -209,6 +229,39 @@ def test_the_partition_diagram_has_every_role_and_phase():
     assert "BrokerRestart" in graph.edges[("down", "restarted, awaiting LeaderAndIsr")]
     dot = diagram_dot(graph)
     assert dot.count(" -> ") == len(graph.edges) + len(graph.initial)
+
+
+def test_every_machine_declares_a_diagram():
+    assert all(machine.diagram is not None for machine in MACHINES), [
+        machine.name for machine in MACHINES if machine.diagram is None
+    ]
+
+
+def test_the_zk_controller_diagram_is_kafkas_partition_state_machine():
+    graph = diagram_graph(ZK_CONTROLLER)
+    assert graph is not None
+    assert {"NonExistentPartition", "NewPartition", "OnlinePartition", "OfflinePartition"} <= set(graph.nodes)
+    assert graph.initial == ("NonExistentPartition",)  # the topic is created during the run
+    # edges name the ControllerEvent Kafka handles, not only the action
+    assert graph.edges[("NonExistentPartition", "NewPartition")] == ("ControllerProcessEvent: TopicChange",)
+    assert "ControllerProcessEvent: BrokerChange" in graph.edges[("OnlinePartition", "OfflinePartition")]
+    assert (
+        "ControllerProcessEvent: Reelect"
+        in graph.edges[("no controller (/controller deleted)", "OnlinePartition")]
+    )
+    assert graph.edges[
+        ("controller crashed, its session not yet expired", "no controller (/controller deleted)")
+    ] == ("SessionExpire",)
+
+
+def test_the_composed_diagram_is_the_replica_moved_by_metadata_records():
+    graph = diagram_graph(REPLICATION_WITH_CONTROLLER)
+    assert graph is not None
+    assert "restarted, awaiting metadata replay" in graph.nodes
+    # on KRaft a replica changes role only by replaying the metadata log
+    for (source, target), names in graph.edges.items():
+        if source != "down" and target.startswith(("leader", "follower, truncating")) and source != target:
+            assert set(names) <= {"BrokerReplayMetadata", "ControllerMoveLeadership"}, (source, target, names)
 
 
 def test_a_machine_without_modules_or_diagram_still_gets_a_page():
