@@ -36,15 +36,6 @@ SETTINGS: Mapping[str, Setting] = {
     "truncation": Setting(
         "truncation", TruncationRule.parse, "hw (pre-0.11), kip-101, kip-279 or kip-320 (alias epoch)"
     ),
-    "fetch.fencing": Setting(
-        "fetch_fencing", FetchFencing.parse, "kip-320 (current leader epoch in Fetch) or none"
-    ),
-    "isr.join": Setting("isr_join", IsrJoinRule.parse, "kafka-7128 (HW and epoch start) or hw"),
-    "follower.high.watermark": Setting(
-        "follower_high_watermark",
-        FollowerHighWatermarkRule.parse,
-        "offsets-for-leader-epoch, diverging-epoch or diverging-epoch-hw-first (before KAFKA-14704)",
-    ),
     "replica.lag.time.max.ticks": Setting("replica_lag_ticks", parse_count(0, 5), "lag limit in clock ticks"),
     "max.records": Setting("max_records", parse_count(0, 6), "bound on records produced"),
     "max.crashes": Setting("max_crashes", parse_count(0, 6), "bound on broker crashes"),
@@ -61,6 +52,20 @@ SETTINGS: Mapping[str, Setting] = {
 }
 """The partition's `--set` keys: the config field each sets, its parser, and what it means
 (the protocol rules' values are those of `spec.replication_rules`)."""
+
+RULE_SETTINGS: Mapping[str, Setting] = {
+    "fetch.fencing": Setting(
+        "fetch_fencing", FetchFencing.parse, "kip-320 (current leader epoch), kip-320-first-try or none"
+    ),
+    "isr.join": Setting("isr_join", IsrJoinRule.parse, "kafka-7128 (HW and epoch start) or hw"),
+    "follower.high.watermark": Setting(
+        "follower_high_watermark",
+        FollowerHighWatermarkRule.parse,
+        "offsets-for-leader-epoch, diverging-epoch or diverging-epoch-hw-first (before KAFKA-14704)",
+    ),
+}
+"""The `--set` keys of the replication rules only the partition spec varies (the compositions
+with a controller take `SETTINGS` and keep today's rules for these)."""
 
 
 def model_for(
@@ -109,7 +114,7 @@ def replica_role_and_phase(state: PartitionState) -> str:
 PARTITION: Machine[PartitionConfig, PartitionState, Action] = Machine(
     name="partition",
     title="one partition replicated on R brokers: log, high watermark, ISR, leader-epoch truncation",
-    settings=SETTINGS,
+    settings={**SETTINGS, **RULE_SETTINGS},
     model=model_for,
     describe_state=describe_state,
     validate=validate,

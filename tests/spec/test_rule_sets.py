@@ -18,7 +18,8 @@ from spec.partition import FollowerTruncate, LeaderHandleFetch, PartitionConfig,
 from spec.partition_scenarios import PARTITION
 from spec.replication_rules import FetchFencing, FollowerHighWatermarkRule, IsrJoinRule, TruncationRule
 from spec.replication_stories import SCENARIOS, STORIES, STORIES_BY_NAME
-from spec.scenarios import SCENARIOS_BY_NAME
+from spec.scenarios import SCENARIOS as ALL_SCENARIOS
+from spec.scenarios import SCENARIOS_BY_NAME, check_overrides
 from spec.truncation import epoch_truncation_offset
 from spec.types import Record
 
@@ -64,6 +65,21 @@ def test_every_rule_value_is_a_set_key_value(key):
         assert getattr(config, field) is member
     with pytest.raises(ConfigError):
         PARTITION.apply_overrides(PartitionConfig(), {key: "no-such-rule"})
+
+
+def test_rule_keys_apply_to_every_scenario_that_knows_them():
+    # `check --all --set isr.join=hw` reaches the partition scenarios and no composed one.
+    overrides = {
+        "truncation": "kip-101",
+        "fetch.fencing": "none",
+        "isr.join": "hw",
+        "follower.high.watermark": "diverging-epoch",
+    }
+    check_overrides(ALL_SCENARIOS, overrides)
+    for scenario in ALL_SCENARIOS:
+        if scenario.machine is PARTITION:
+            config = scenario.machine.apply_overrides(scenario.config, overrides)
+            assert config.isr_join is IsrJoinRule.HIGH_WATERMARK
 
 
 def test_truncation_keeps_its_old_names():
