@@ -430,3 +430,39 @@ def test_spark_workers_import_the_users_model(spark, tmp_path, monkeypatch):
     assert local.verdict is distributed.verdict is Verdict.INVALID
     assert sorted(r.partition for r in distributed.results) == ["a", "b"]
     assert {r.partition: r.verdict for r in distributed.results} == {"a": Verdict.VALID, "b": Verdict.INVALID}
+
+
+# ---------------------------------------------------------------------------------------
+# The README's example, as written there
+# ---------------------------------------------------------------------------------------
+
+
+def readme_blocks() -> list[str]:
+    """The fenced blocks of the README's "Your own model" section, in order."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("### Your own model", 1)[1].split("\n## ", 1)[0]
+    return [block.split("\n", 1)[1] for block in section.split("```")[1::2]]
+
+
+def test_the_readme_example_runs_as_written(capsys, tmp_path, monkeypatch):
+    blocks = readme_blocks()
+    module = next(block for block in blocks if block.startswith('"""Models for'))
+    history = next(block for block in blocks if block.startswith('{"process"'))
+    session = next(block for block in blocks if block.startswith("$ kafkaspec verify counter.jsonl"))
+    (tmp_path / "mymodels.py").write_text(module)
+    (tmp_path / "counter.jsonl").write_text(history)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delitem(sys.modules, "mymodels", raising=False)
+    commands = [line for line in session.splitlines() if line.startswith("$ kafkaspec ")]
+    assert len(commands) == 3
+    for command in commands:
+        argv = command.removeprefix("$ kafkaspec ").split()
+        code, out, err = run_cli(capsys, *argv)
+        shown = session.split(command + "\n", 1)[1].split("$ ", 1)[0]
+        first_line = shown.splitlines()[0]
+        # The first line as shown, but for the time the check took.
+        said = (out or err).splitlines()[0]
+        assert said.rsplit(", ", 1)[0] == first_line.rsplit(", ", 1)[0], (said, first_line)
+        assert code == {"INVALID": 1, "VALID": 0}.get(first_line.split(": ")[1].split()[0], 2)
+    sys.modules.pop("mymodels", None)
