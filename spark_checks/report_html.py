@@ -1102,8 +1102,13 @@ def _history_section(
 ) -> tuple[str, list[str]]:
     view = HistoryView.of(operations)
     failing = report.failing()
-    detailed = failing[:MAX_DETAILED_PARTS]
-    # Valid Kafka parts can still hold allowed anomalies: listed, not drawn.
+    # Valid Kafka parts can hold allowed anomalies (Jepsen lists them too): drawn after the failing.
+    allowed_only = [
+        result
+        for result in report.results
+        if result.verdict is Verdict.VALID and result.evidence.get("allowed_error_types_found")
+    ]
+    detailed = [*failing, *allowed_only][:MAX_DETAILED_PARTS]
     explained: list[tuple[CheckResult, list[tuple[str, Explanation]]]] = []
     summary: list[str] = []
     for part_number, result in enumerate(detailed):
@@ -1124,7 +1129,7 @@ def _history_section(
         _part_section(report, result, view, named, logs, f"h{number}-p{part_number}")
         for part_number, (result, named) in enumerate(explained)
     ]
-    not_detailed = len(failing) - len(detailed)
+    not_detailed = max(0, len(failing) - len(detailed))
     allowed = sorted(
         {
             str(name)
