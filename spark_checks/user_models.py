@@ -66,8 +66,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-import tempfile
-import zipfile
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,7 +107,7 @@ class Input:
 
     f: str
     value: Any = None
-    key: Any = None
+    key: Hashable = None
 
 
 class Model(Protocol[State]):
@@ -367,6 +365,9 @@ def ship_to_spark(session: SparkSession, spec: str) -> None:
     if path.name != "__init__.py":
         session.sparkContext.addPyFile(str(path))
         return
+    import tempfile  # only here: `verify` of a small history starts without them
+    import zipfile
+
     package = path.parent
     zipped = Path(tempfile.mkdtemp(prefix="kafkaspec-model-")) / f"{top}.zip"
     with zipfile.ZipFile(zipped, "w") as archive:
