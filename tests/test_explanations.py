@@ -214,6 +214,57 @@ COUNTEREXAMPLES = {
         9,
         "record 0:v0, acknowledged to its producer, is missing from the leader 0's log",
     ),
+    "kip-101-loss-broken-rule": (
+        "committed_records_survive",
+        10,
+        "record 0:v0, committed (the HW passed it), is missing from the leader 1's log",
+    ),
+    "kip-101-divergence-broken-rule": (
+        "followers_are_prefix_of_leader",
+        11,
+        "replicas 0 and 1 hold different records at offset 0: v1@e2 and v0@e0",
+    ),
+    "kip-279-fast-failover-broken-rule": (
+        "followers_are_prefix_of_leader",
+        8,
+        "replicas 0 and 1 hold different records at offset 0: v0@e0 and v1@e1",
+    ),
+    "kip-320-fenced-truncation-broken-rule": (
+        "strong_isr",
+        9,
+        "this state breaks: Every record below the HW of any replica presuming leadership is held, at the "
+        "same offset, by every member of the controller's ISR, so whoever is elected next holds what "
+        "consumers may have read",
+    ),
+    "kip-320-first-try-broken-rule": (
+        "strong_isr",
+        11,
+        "this state breaks: Every record below the HW of any replica presuming leadership is held, at the "
+        "same offset, by every member of the controller's ISR, so whoever is elected next holds what "
+        "consumers may have read",
+    ),
+    "kafka-7128-isr-expansion-broken-rule": (
+        "committed_records_survive",
+        13,
+        "record 0:v0, committed (the HW passed it), is missing from the leader 2's log",
+    ),
+    "kafka-14704-follower-hw-broken-rule": (
+        "follower_reads_survive",
+        7,
+        "this state breaks: A consumer fetching from a follower (KIP-392, or a client without KIP-320 "
+        "reading below a replica's HW) never reads a record the true leader does not hold: everything "
+        "below a live non-leader replica's HW is in the true leader's log at the same offset",
+    ),
+    "kip-966-last-replica-standing-broken-rule": (
+        "committed_records_survive_lossy_shutdowns",
+        10,
+        "leader 0 holds [], without the committed records [(0, 0)]",
+    ),
+    "kip-966-min-isr-hw-broken-rule": (
+        "committed_records_survive",
+        7,
+        "leader 0 holds [], without the committed records [(0, 0)]",
+    ),
 }
 
 # (machine, witness): the sentence that ends a trace to it (from the witness's docstring)
@@ -388,6 +439,43 @@ WITNESS_SENTENCES = {
         "replication-with-controller",
         "produce_rejected",
     ): "an acks=all produce was refused with NOT_ENOUGH_REPLICAS",
+    (
+        "partition",
+        "committed_record_above_follower_hw",
+    ): (
+        "KIP-101 scenario 1's moment: a follower about to truncate holds, at or above its own (lagging) "
+        "HW, a record that is committed; truncating to its HW would cut it"
+    ),
+    (
+        "partition",
+        "follower_diverges_from_leader",
+    ): (
+        "the moment before a diverging suffix is cut (KIP-101 scenario 2, KAFKA-14704): a follower about "
+        "to truncate, following the leader of its own epoch, holds a record the leader does not hold at "
+        "that offset"
+    ),
+    (
+        "partition",
+        "follower_epoch_unknown_to_leader",
+    ): (
+        "KIP-279's moment (fast leader failover): a follower about to truncate holds records of an epoch "
+        "its leader never had, so the leader's OffsetsForLeaderEpoch answer is the end of an older epoch"
+    ),
+    (
+        "partition",
+        "leader_behind_follower_epoch",
+    ): (
+        "KIP-320's moment: a follower on a newer epoch than the broker it follows, which still presumes "
+        "leadership on an older one (it has not applied the newest LeaderAndIsr)"
+    ),
+    (
+        "partition",
+        "follower_reached_lagging_hw",
+    ): (
+        "KAFKA-7128's moment: the true leader's last fetch from a follower outside its ISR reached the "
+        "leader's (lagging) HW but not the start of the leader's epoch"
+    ),
+    ("kraft-controller", "elected_from_elr"): "a leader was elected from the ELR (KIP-966)",
 }
 
 # scenario without violation: {witness: steps of a shortest trace to it}
@@ -481,6 +569,18 @@ WITNESS_STEPS = {
     "epoch-truncation-on-zk": {"record_committed": 3, "partition_offline": 5},
     "clean-election-on-zk": {"record_committed": 3, "partition_offline": 5},
     "acks-all-min-isr-2-on-zk": {"write_acknowledged": 4, "produce_rejected": 3},
+    "kip-101-loss-fixed-rule": {"record_committed": 3, "committed_record_above_follower_hw": 7},
+    "kip-101-divergence-fixed-rule": {"record_committed": 3, "follower_diverges_from_leader": 4},
+    "kip-279-fast-failover-fixed-rule": {"record_committed": 3, "follower_epoch_unknown_to_leader": 3},
+    "kip-320-fenced-truncation-fixed-rule": {"record_committed": 3, "leader_behind_follower_epoch": 3},
+    "kip-320-first-try-fixed-rule": {"record_committed": 4, "leader_behind_follower_epoch": 3},
+    "kafka-7128-isr-expansion-fixed-rule": {"record_committed": 4, "follower_reached_lagging_hw": 9},
+    "kafka-14704-follower-hw-fixed-rule": {"record_committed": 3, "follower_diverges_from_leader": 4},
+    "kip-966-last-replica-standing-fixed-rule": {
+        "record_committed": 3,
+        "elected_from_elr_after_data_loss": 7,
+    },
+    "kip-966-min-isr-hw-fixed-rule": {"record_committed": 3, "elected_from_elr": 4},
 }
 
 
