@@ -120,7 +120,14 @@ PARTITION: Machine[PartitionConfig, PartitionState, Action] = Machine(
     validate=validate,
     state_json=state_json,
     explain=explain,
-    modules=("spec.partition", "spec.log", "spec.isr", "spec.truncation", "spec.types"),
+    modules=(
+        "spec.partition",
+        "spec.replication_rules",
+        "spec.log",
+        "spec.isr",
+        "spec.truncation",
+        "spec.types",
+    ),
     diagram=Diagram(
         title="replica 0: role and fetch phase",
         project=replica_role_and_phase,

@@ -6,7 +6,10 @@ What it is
     variants only from these named rules (fields of `PartitionConfig`, `--set` keys in
     brackets), so a counterexample can be replayed against the rule it broke and the rule
     that fixed it (the story scenarios of `spec.replication_stories`). Every default is the
-    rule Kafka runs today; values only here, no protocol logic.
+    rule Kafka runs today, except that followers find their divergence point through
+    OffsetsForLeaderEpoch (Kafka 2.7+ reads it from the Fetch answer: `diverging-epoch`,
+    which the checker finds no violation for under the same bounds either). Values only
+    here, no protocol logic.
 
 Truncation: where a new follower's log stops agreeing with its leader's (`truncation`)
     `hw`       before Kafka 0.11: truncate to the follower's own high watermark. The
@@ -49,17 +52,19 @@ ISR join: when a follower outside the ISR may rejoin it (`isr.join`)
                   start offset of the leader's current epoch, so it holds every record the
                   leader had when it was elected.
 
-Follower high watermark: what a follower does with the leader's HW in a truncation answer
+Follower high watermark: what a follower does with the HW in its truncation answer
 (`follower.high.watermark`)
-    `offsets-for-leader-epoch`  the divergence point comes from OffsetsForLeaderEpoch, whose
-                  answer carries no HW; the follower learns the HW on its next fetch (the
-                  design of KIP-101 to KIP-320).
-    `diverging-epoch-hw-first`  Kafka 2.7 to 3.4 (KAFKA-10554): the Fetch response names the
-                  diverging epoch and carries the leader's HW, and `AbstractFetcherThread`
-                  applies the HW before it truncates: between the two the follower's HW covers
-                  records the leader does not have, which a consumer fetching from the
-                  follower (KIP-392) or a client without KIP-320 can read (KAFKA-14704).
-    `diverging-epoch`  KAFKA-14704's fix (Kafka 3.4.1, 3.5): truncate first, then apply the HW.
+    `offsets-for-leader-epoch`  the divergence point comes from OffsetsForLeaderEpoch,
+                                whose answer carries no HW; the follower learns the HW on
+                                its next fetch (the design of KIP-101 to KIP-320).
+    `diverging-epoch-hw-first`  Kafka 2.7 to 3.4 (KAFKA-10554): the Fetch response names
+                                the diverging epoch and carries the leader's HW, and
+                                `AbstractFetcherThread` applies the HW before it truncates:
+                                in between, the follower's HW covers records the leader
+                                does not have, which a consumer fetching from the follower
+                                (KIP-392) or a client without KIP-320 can read (KAFKA-14704).
+    `diverging-epoch`           KAFKA-14704's fix (Kafka 3.4.1, 3.5): truncate first, then
+                                apply the HW.
 
 Election: whom the controller may elect (`unclean.leader.election.enable`)
     `clean`    only an ISR member; the partition goes offline when none is alive.
