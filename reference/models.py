@@ -601,8 +601,15 @@ def _multiset_remove(bag: Multiset, value: Any) -> Multiset | None:
 
 
 def _show_elements(elements: Iterable[Any]) -> str:
-    shown = sorted(_show(element) for element in elements)
+    shown = sorted(_show_safely(element) for element in elements)
     return "{" + ", ".join(shown) + "}"
+
+
+def _show_safely(value: Any) -> str:
+    try:
+        return _show(value)
+    except ValueError:  # an integer beyond str()'s digit limit
+        return _brief(value)
 
 
 class UnorderedQueue:
