@@ -69,7 +69,7 @@ import sys
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, TypeVar
 
 from reference.models import CallLike, Observed, Prepared, freeze
 
@@ -129,7 +129,8 @@ class NondeterministicModel(Protocol[State]):
     """A nondeterministic sequential model (Porcupine's ``NondeterministicModel``): the class
     sets ``nondeterministic = True``; the optional methods are `Model`'s."""
 
-    nondeterministic: ClassVar[Literal[True]]
+    nondeterministic: bool
+    """True: what marks a model as nondeterministic (a class attribute, ``nondeterministic = True``)."""
 
     def init(self) -> Iterable[State]:
         """The possible states before any call (at least one)."""
