@@ -51,6 +51,14 @@ EXPECTED: dict[str, tuple[set[str], bool, bool]] = {
     # Message 3 of "3" was acknowledged by another node and never replicated: unseen, not lost
     # (nothing after it was read).
     "unseen": ({"unseen"}, False, True),
+    # A node answered a send with a definite error (temporarily-unavailable) after appending
+    # it: an ok poll read the failed send's message (G1a). Maelstrom's protocol doc warns
+    # against definite errors under indefinite conditions.
+    "g1a": ({"G1a"}, False, True),
+    # The server returned a poll's messages unsorted (from a hash map): offsets 1 then 0 in
+    # one poll (int-nonmonotonic-poll); the next poll starts at index 2 while the last value
+    # the previous one read, in its order, was at index 0 (poll-skip, as Jepsen compares).
+    "unsorted-poll": ({"int-nonmonotonic-poll", "poll-skip"}, False, True),
     # Every send refused with a definite error (temporarily-unavailable): no anomaly, but
     # Maelstrom's stats checker fails the test (send has no ok).
     "sends-refused": (set(), True, False),
