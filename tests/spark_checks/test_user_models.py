@@ -13,12 +13,14 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kafkaspec.model import UNKNOWN, Input, Model, NondeterministicModel
 from spark_checks import user_models
 from spark_checks.engine import VerifyOptions, verify_history
 from spark_checks.history import Verdict
@@ -466,3 +468,81 @@ def test_the_readme_example_runs_as_written(capsys, tmp_path, monkeypatch):
         assert said.rsplit(", ", 1)[0] == first_line.rsplit(", ", 1)[0], (said, first_line)
         assert code == {"INVALID": 1, "VALID": 0}.get(first_line.split(": ")[1].split()[0], 2)
     sys.modules.pop("mymodels", None)
+
+
+# ---------------------------------------------------------------------------------------
+# The protocols type-check a user's classes (mypy --strict runs on this file), and a package
+# goes to Spark zipped
+# ---------------------------------------------------------------------------------------
+
+
+class TypedRegister:
+    def init(self) -> int:
+        return 0
+
+    def step(self, state: int, input: Input, output: object) -> int | None:
+        if input.f == "write":
+            return int(input.value)
+        return state if output is UNKNOWN or output == state else None
+
+
+class TypedLossyRegister:
+    nondeterministic = True
+
+    def init(self) -> list[int]:
+        return [0]
+
+    def step(self, state: int, input: Input, output: object) -> list[int]:
+        if input.f == "write":
+            return [state, int(input.value)]  # the write may be lost
+        return [state] if output is UNKNOWN or output == state else []
+
+
+def test_typed_user_classes_satisfy_the_protocols(tmp_path, monkeypatch):
+    deterministic: Model[int] = TypedRegister()
+    nondeterministic: NondeterministicModel[int] = TypedLossyRegister()
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    assert isinstance(user_models.load_model(f"{__name__}:TypedRegister"), user_models.UserModel)
+    lossy = user_models.load_model(f"{__name__}:TypedLossyRegister")
+    assert isinstance(lossy, user_models.PowerSetModel)
+    assert lossy.step(frozenset({0}), Input("write", 3), None, "ok") == frozenset({0, 3})
+    assert deterministic.step(0, Input("read"), 1) is None
+    assert list(nondeterministic.init()) == [0]
+
+
+class RecordingSession:
+    """What `ship_to_spark` uses of a SparkSession: `sparkContext.addPyFile`."""
+
+    def __init__(self) -> None:
+        self.sparkContext = self
+        self.shipped: list[str] = []
+
+    def addPyFile(self, path: str) -> None:
+        self.shipped.append(path)
+
+
+def test_a_package_model_is_shipped_zipped_and_a_module_as_its_file(tmp_path, monkeypatch):
+    package = tmp_path / "shipped_pkg"
+    (package / "models").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "models" / "__init__.py").write_text("")
+    (package / "models" / "kv.py").write_text(MODELS)
+    (tmp_path / "shipped_single.py").write_text(MODELS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        session = RecordingSession()
+        user_models.load_model("shipped_pkg.models.kv:KeyValue")
+        user_models.ship_to_spark(session, "shipped_pkg.models.kv:KeyValue")  # type: ignore[arg-type]
+        user_models.ship_to_spark(session, "shipped_single:KeyValue")  # type: ignore[arg-type]
+        user_models.ship_to_spark(session, "kv")  # type: ignore[arg-type]
+        zipped, single = session.shipped
+        assert Path(single) == tmp_path / "shipped_single.py"
+        with zipfile.ZipFile(zipped) as archive:
+            assert sorted(archive.namelist()) == [
+                "shipped_pkg/__init__.py",
+                "shipped_pkg/models/__init__.py",
+                "shipped_pkg/models/kv.py",
+            ]
+    finally:
+        for name in [name for name in sys.modules if name.startswith("shipped_")]:
+            del sys.modules[name]
