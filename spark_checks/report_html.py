@@ -106,22 +106,22 @@ def history_calls(operations: Iterable[Operation]) -> list[Call]:
                 operation.value,
             )
         )
-    for invocation in open_calls.values():
-        calls.append(
-            new_call(
-                invocation.process,
-                invocation.f,
-                invocation.value,
-                None,
-                Outcome.INFO,
-                invocation.index,
-                None,
-                invocation.key,
-                invocation.time,
-                None,
-                None,
-            )
+    calls.extend(
+        new_call(
+            invocation.process,
+            invocation.f,
+            invocation.value,
+            None,
+            Outcome.INFO,
+            invocation.index,
+            None,
+            invocation.key,
+            invocation.time,
+            None,
+            None,
         )
+        for invocation in open_calls.values()
+    )
     calls.sort(key=lambda call: call.invoke_index)
     return calls
 
@@ -152,11 +152,11 @@ class HistoryView:
         completed in or after it, looking back at most `lookback` indices)."""
         start = bisect.bisect_left(self.starts, low - lookback)
         stop = bisect.bisect_right(self.starts, high)
-        found = []
-        for call in self.calls[start:stop]:
-            if call.invoke_index >= low or (call.complete_index is not None and call.complete_index >= low):
-                found.append(call)
-        return found
+        return [
+            call
+            for call in self.calls[start:stop]
+            if call.invoke_index >= low or (call.complete_index is not None and call.complete_index >= low)
+        ]
 
     def spans(self, indices: Iterable[int]) -> dict[int, CallSpan]:
         """The calls invoked at `indices`, as the sentences name them."""
@@ -428,19 +428,26 @@ def timeline_svg(
     height = len(lanes) * _LANE + _AXIS + 8
     step_of = {step.invoke_index: step for step in steps}
     parts: list[str] = []
+    # The lane names stay in view when the timeline scrolls sideways (the script moves them).
+    names: list[str] = [f"<rect class='names' x='0' y='0' width='{_LEFT - 6}' height='{height}'/>"]
     for number, process in enumerate(lanes):
         y = number * _LANE
         shade = " odd" if number % 2 else ""
-        parts.append(
-            f"<rect class='lane{shade}' x='0' y='{y}' width='{axis.width:.0f}' height='{_LANE}'/>"
+        parts.append(f"<rect class='lane{shade}' x='0' y='{y}' width='{axis.width:.0f}' height='{_LANE}'/>")
+        names.append(
+            f"<rect class='lane{shade}' x='0' y='{y}' width='{_LEFT - 6}' height='{_LANE}'/>"
             f"<text class='lane-label' x='6' y='{y + _BAR_TOP + 12}'>process {_a(show(process, 12))}</text>"
         )
-    for number, (low, high) in enumerate(segments):
+    names.append(f"<text class='axis-title' x='4' y='{len(lanes) * _LANE + 16}'>history index</text>")
+    if view.first_time is not None:
+        names.append(f"<text class='axis-title' x='4' y='{len(lanes) * _LANE + 30}'>time</text>")
+    for number, (low, _) in enumerate(segments):
         if number:
             previous_high = segments[number - 1][1]
             x0 = axis.x(previous_high + 1)
             parts.append(
-                f"<g class='gap'><rect x='{x0 + 4:.1f}' y='0' width='{_GAP - 8}' height='{len(lanes) * _LANE}'/>"
+                f"<g class='gap'><rect x='{x0 + 4:.1f}' y='0' width='{_GAP - 8}' "
+                f"height='{len(lanes) * _LANE}'/>"
                 f"<text x='{x0 + _GAP / 2:.1f}' y='{len(lanes) * _LANE + 14}' text-anchor='middle'>"
                 f"{low - previous_high - 1:,} ops</text></g>"
             )
@@ -496,7 +503,8 @@ def timeline_svg(
         fits = int(max(width, room.get(call.invoke_index, width) - 6) / _CHAR) - 1
         text = label if len(label) <= fits else (label[: max(0, fits - 1)] + "…" if fits > 3 else "")
         body = (
-            f"<rect x='{start + 1:.1f}' y='{y + _BAR_TOP}' width='{width:.1f}' height='{_BAR_HEIGHT}' rx='3'/>"
+            f"<rect x='{start + 1:.1f}' y='{y + _BAR_TOP}' width='{width:.1f}' "
+            f"height='{_BAR_HEIGHT}' rx='3'/>"
             + (
                 f"<text class='label' x='{start + 4:.1f}' y='{y + _BAR_TOP + 12}'>{_a(text)}</text>"
                 if text
@@ -528,23 +536,23 @@ def timeline_svg(
         for x, middle, step in points:
             state = step.state if step.state is not None else "?"
             parts.append(
-                f"<g class='point' data-order='{step.order}'><title>{_a(f'linearized {step.order}: {step.description}; state after: {state}')}</title>"
+                f"<g class='point' data-order='{step.order}'>"
+                f"<title>{_a(f'linearized {step.order}: {step.description}; state after: {state}')}</title>"
                 f"<circle cx='{x:.1f}' cy='{middle:.1f}' r='4'/>"
                 f"<text class='state' x='{x + 5:.1f}' y='{middle - 3:.1f}'>{_a(_cut(state, 14))}</text></g>"
             )
     parts.append(_axis_svg(axis, view, len(lanes) * _LANE))
+    parts.append(f"<g class='lane-names'>{''.join(names)}</g>")
     note = f"<p class='note'>{hidden} more calls near these are not drawn.</p>" if hidden else ""
     return (
         f"<div class='timeline' id='{_a(ident)}'><svg xmlns='http://www.w3.org/2000/svg' data-timeline='yes' "
-        f"width='{axis.width:.0f}' height='{height}' role='img' aria-label='timeline'>{''.join(parts)}</svg></div>{note}"
+        f"width='{axis.width:.0f}' height='{height}' role='img' aria-label='timeline'>{''.join(parts)}"
+        f"</svg></div>{note}"
     )
 
 
 def _axis_svg(axis: Axis, view: HistoryView, top: int) -> str:
     parts = [f"<line class='axis' x1='{_LEFT}' y1='{top + 2}' x2='{axis.width - 10:.0f}' y2='{top + 2}'/>"]
-    parts.append(f"<text class='axis-title' x='4' y='{top + 16}'>history index</text>")
-    if view.first_time is not None:
-        parts.append(f"<text class='axis-title' x='4' y='{top + 30}'>time</text>")
     step = _tick_step(axis.scale)
     for low, high in axis.segments:
         first_tick = ((low + step - 1) // step) * step
@@ -563,14 +571,19 @@ def _axis_svg(axis: Axis, view: HistoryView, top: int) -> str:
     return "".join(parts)
 
 
+def _swatch(kind: str) -> str:
+    rect = f"<rect class='swatch {kind}' x='1' y='1' width='24' height='10' rx='2'/>"
+    return f"<svg width='26' height='12'>{rect}</svg>"
+
+
 LEGEND: Final = (
     "<div class='legend'>"
-    "<span><svg width='26' height='12'><rect class='swatch ok' x='1' y='1' width='24' height='10' rx='2'/></svg>ok</span>"
-    "<span><svg width='26' height='12'><rect class='swatch fail' x='1' y='1' width='24' height='10' rx='2'/></svg>"
+    f"<span>{_swatch('ok')}ok</span>"
+    f"<span>{_swatch('fail')}"
     "failed (no effect)</span>"
-    "<span><svg width='26' height='12'><rect class='swatch info' x='1' y='1' width='24' height='10' rx='2'/></svg>"
+    f"<span>{_swatch('info')}"
     "indeterminate or never completed</span>"
-    "<span><svg width='26' height='12'><rect class='swatch bad' x='1' y='1' width='24' height='10' rx='2'/></svg>"
+    f"<span>{_swatch('bad')}"
     "named by a sentence (its role above it)</span>"
     "<span><svg width='26' height='12'><circle class='swatch-point' cx='13' cy='6' r='4'/></svg>"
     "linearization point, with the model's state after it</span>"
@@ -645,7 +658,7 @@ def key_logs(view: HistoryView, keys: Iterable[str]) -> dict[str, KeyLog]:
         return logs
     for call in view.calls:
         f = call.f
-        if f != "send" and f != "poll" and f != "txn":
+        if f not in _DATA:
             continue
         value = _kafka_value(call)
         if value.__class__ is not list:
@@ -680,6 +693,7 @@ def key_logs(view: HistoryView, keys: Iterable[str]) -> dict[str, KeyLog]:
     return logs
 
 
+_DATA: Final = frozenset({"send", "poll", "txn"})
 _SENDS: Final = frozenset({"send", ":send"})
 _POLLS: Final = frozenset({"poll", ":poll"})
 
@@ -779,8 +793,10 @@ def key_view_html(key: str, log: KeyLog, explanations: Sequence[tuple[str, Expla
     note = f"<p class='note'>{more} more polls read these offsets.</p>" if more > 0 else ""
     return (
         f"<h4>Key {_a(key)}: offsets around the anomalies, as the polls saw them</h4>"
-        f"<div class='keyview'><table data-key='{_a(key)}'><tr>{''.join(header)}</tr>{''.join(body)}</table></div>"
-        f"{note}<p class='note'>Marked columns are the offsets the sentences above name (and where their values "
+        f"<div class='keyview'><table data-key='{_a(key)}'><tr>{''.join(header)}</tr>{''.join(body)}"
+        "</table></div>"
+        f"{note}<p class='note'>Marked columns are the offsets the sentences above name (and where their "
+        "values "
         f"were seen); a cell with two values is an offset that held different values. Offsets {min(shown)}"
         f"–{max(shown)} shown where something was sent or read.</p>"
     )
@@ -821,7 +837,8 @@ def lag_plot_svg(lag: Mapping[str, Any]) -> str:
     parts = [
         f"<line class='axis' x1='{left}' y1='{height - bottom}' x2='{width - 10}' y2='{height - bottom}'/>",
         f"<line class='axis' x1='{left}' y1='{top}' x2='{left}' y2='{height - bottom}'/>",
-        f"<text class='axis-title' x='{width / 2:.0f}' y='{height - 6}' text-anchor='middle'>time of the poll</text>",
+        f"<text class='axis-title' x='{width / 2:.0f}' y='{height - 6}' text-anchor='middle'>"
+        "time of the poll</text>",
         f"<text class='axis-title' x='12' y='{top + 4}' >lag</text>",
     ]
     for tick in range(5):
@@ -830,23 +847,27 @@ def lag_plot_svg(lag: Mapping[str, Any]) -> str:
         parts.append(
             f"<text class='tick-label' x='{px(moment):.1f}' y='{height - bottom + 14}' text-anchor='middle'>"
             f"{_a(format_seconds(moment))}</text>"
-            f"<text class='tick-label' x='{left - 4}' y='{py(value) + 4:.1f}' text-anchor='end'>{_a(format_seconds(value))}</text>"
+            f"<text class='tick-label' x='{left - 4}' y='{py(value) + 4:.1f}' text-anchor='end'>"
+            f"{_a(format_seconds(value))}</text>"
             f"<line class='grid' x1='{left}' y1='{py(value):.1f}' x2='{width - 10}' y2='{py(value):.1f}'/>"
         )
     for moment, value, key, process in points[: len(rows)]:
         parts.append(
-            f"<circle class='lag-point' cx='{px(moment):.1f}' cy='{py(value):.1f}' r='3.5' fill='{colour[key]}'>"
-            f"<title>{_a(f'process {show(process)}, key {key}: lag {format_seconds(value)} at {format_seconds(moment)}')}</title></circle>"
+            f"<circle class='lag-point' cx='{px(moment):.1f}' cy='{py(value):.1f}' r='3.5' "
+            f"fill='{colour[key]}'><title>{_a(f'process {show(process)}, key {key}: lag ')}"
+            f"{_a(f'{format_seconds(value)} at {format_seconds(moment)}')}</title></circle>"
         )
     if worst is not None and isinstance(worst.get("lag"), int | float):
         moment, value = float(worst.get("time") or 0), float(worst["lag"])
         parts.append(
             f"<circle class='worst' cx='{px(moment):.1f}' cy='{py(value):.1f}' r='8'/>"
-            f"<text class='worst-label' x='{min(px(moment) + 10, width - 200):.1f}' y='{max(py(value) + 4, top + 10):.1f}'>"
-            f"worst: {_a(format_seconds(value))} (process {_a(show(worst.get('process')))}, key {_a(worst.get('key'))})</text>"
+            f"<text class='worst-label' x='{min(px(moment) + 10, width - 200):.1f}' "
+            f"y='{max(py(value) + 4, top + 10):.1f}'>worst: {_a(format_seconds(value))} "
+            f"(process {_a(show(worst.get('process')))}, key {_a(worst.get('key'))})</text>"
         )
     legend = "".join(
-        f"<span><svg width='10' height='10'><circle cx='5' cy='5' r='4' fill='{colour[key]}'/></svg> key {_a(key)}</span>"
+        f"<span><svg width='10' height='10'><circle cx='5' cy='5' r='4' fill='{colour[key]}'/></svg> "
+        f"key {_a(key)}</span>"
         for key in keys[:24]
     )
     return (
@@ -875,7 +896,8 @@ def lag_html(report: HistoryReport) -> str:
     count = lag.get("by_process_key_count")
     return (
         "<h3>Realtime lag</h3><p>Jepsen's <i>realtime lag</i>: how long before a poll an offset beyond "
-        "what its process had reached was known to exist (a lower bound on the poll's staleness). Each point is "
+        "what its process had reached was known to exist (a lower bound on the poll's staleness). "
+        "Each point is "
         "a process and key at the poll where its lag was greatest"
         + (f" ({len(listed)} of {count} shown)" if isinstance(count, int) and count > len(listed) else "")
         + f".</p>{lag_plot_svg(lag)}<p>worst: {_a(json.dumps(lag.get('worst')))} "
@@ -894,13 +916,14 @@ body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1400px}
 h1{font-size:1.35em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ddd}h3{font-size:1.02em}
 h4{font-size:.95em;margin:.8em 0 .3em}
 .valid{color:#1a7f37}.invalid{color:#cf222e}.unknown{color:#9a6700}
-table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.2em .5em;font-size:.86em;text-align:left}
+table{border-collapse:collapse;margin:.5em 0}
+td,th{border:1px solid #ccc;padding:.2em .5em;font-size:.86em;text-align:left}
 pre{background:#f6f8fa;padding:.6em;overflow:auto;max-height:24em;font-size:.8em}
 .note{color:#555;font-size:.85em}
 ol.explanations li{margin:.25em 0;cursor:pointer}ol.explanations li.allowed{color:#666}
 ol.explanations li:hover,ol.explanations li.active{background:#fff3c4}
 .timeline{border:1px solid #ddd;overflow:auto;max-height:46em;margin:.4em 0}
-.lane{fill:#fff}.lane.odd{fill:#f7f7fa}.lane-label{font:11px monospace;fill:#444}
+.lane{fill:#fff}.lane.odd{fill:#f7f7fa}.names{fill:#fff}.lane-label{font:11px monospace;fill:#444}
 .op rect{fill:#9ec5fe;stroke:#4a78c2;stroke-width:.6}.op.fail rect{fill:#d6d6d6;stroke:#999}
 .op.info rect{fill:#f2dc8d;stroke:#b8951b}.op.open rect{stroke-dasharray:4 2}
 .op.bad rect{stroke:#cf222e;stroke-width:2.2}.op.focus rect{stroke:#000;stroke-width:3}
@@ -937,6 +960,17 @@ _SCRIPT: Final = """
     var item = document.getElementById(id); if (item) item.classList.add('active');
     if (first && first.scrollIntoView) first.scrollIntoView({block: 'nearest', inline: 'center'});
   }
+  // Open each timeline on its first named call (a wide timeline scrolls sideways).
+  document.querySelectorAll('div.timeline').forEach(function(holder){
+    var bad = holder.querySelector('g.op.bad rect');
+    var names = holder.querySelector('g.lane-names');
+    var follow = function(){
+      if (names) names.setAttribute('transform', 'translate(' + holder.scrollLeft + ',0)');
+    };
+    holder.addEventListener('scroll', follow);
+    if (bad) holder.scrollLeft = Math.max(0, bad.x.baseVal.value - holder.clientWidth * 0.6);
+    follow();
+  });
   document.querySelectorAll('li[data-explanation]').forEach(function(li){
     li.addEventListener('click', function(){ focus(li.id); });
   });
@@ -1043,7 +1077,8 @@ def _prefix_table(steps: Sequence[Step], result: CheckResult, blocked: Explanati
     return (
         f"<h4>The {what}, step by step (the model's state after each call)</h4>"
         + (f"<p class='note'>{earlier} earlier steps not listed.</p>" if earlier else "")
-        + f"<table class='prefix'><tr><th>step</th><th>call</th><th>operation</th><th>state after</th></tr>{rows}</table>{check}"
+        + "<table class='prefix'><tr><th>step</th><th>call</th><th>operation</th><th>state after</th></tr>"
+        + f"{rows}</table>{check}"
     )
 
 
@@ -1139,7 +1174,8 @@ def _history_section(
         }
     )
     rows = "".join(
-        f"<tr><td>{_a(show(result.partition))}</td><td class='{result.verdict.value}'>{result.verdict.value}</td>"
+        f"<tr><td>{_a(show(result.partition))}</td>"
+        f"<td class='{result.verdict.value}'>{result.verdict.value}</td>"
         f"<td>{result.operations:,}</td><td>{result.seconds:.3f}</td></tr>"
         for result in (failing + [r for r in report.results if r.verdict is Verdict.VALID])[:500]
     )
@@ -1207,7 +1243,7 @@ def _page(reports: Sequence[HistoryReport], histories: Sequence[Sequence[Operati
     )
     lead = {
         Verdict.VALID: "Every part of every history is valid.",
-        Verdict.INVALID: "At least one part is not valid; each sentence below says why, and links to its part.",
+        Verdict.INVALID: "At least one part is not valid; each sentence below says why, linked to its part.",
         Verdict.UNKNOWN: "No part is invalid, but some could not be decided within the budget.",
     }[verdict]
     title = f"kafkaspec verify: {verdict.value}"
