@@ -76,7 +76,16 @@ from spark_checks.history import (
     Verdict,
     new_call,
 )
-from spark_checks.parallel import Stop, Task, TaskContext, WorkerPool, searches_budget, stop_reason
+from spark_checks.parallel import (
+    PARALLEL_MIN_BYTES,
+    Stop,
+    Task,
+    TaskContext,
+    WorkerPool,
+    searches_budget,
+    stop_reason,
+    worth_workers,
+)
 from spark_checks.readers._common import make_operation, nests_deeper
 from spark_checks.readers.jsonl import EXPECTED, LINE_NESTING, decode_line, first_long_integer
 
@@ -943,10 +952,11 @@ def _check_parts(
             prepared=kafka_checker.Assignments(subscriptions),
         )
     names = parts.names()
-    if pool is not None:
-        plan = replace(plan, budget=searches_budget(plan.budget, pool, len(names)))
     encoded = [(part, parts.take_encoded(part)) for part in names]
     tasks = [Task(encoded_size(pieces), _part_rows, (part, pieces), name=part) for part, pieces in encoded]
+    pool = worth_workers(pool, sum(task.size for task in tasks), PARALLEL_MIN_BYTES)
+    if pool is not None:
+        plan = replace(plan, budget=searches_budget(plan.budget, pool, len(names)))
     started = 0
 
     def on_start(_index: int) -> None:

@@ -59,6 +59,12 @@ from spark_checks.history import Call, CheckResult, HistoryError, Verdict
 
 R = TypeVar("R")
 
+PARALLEL_MIN_CALLS = 500
+"""A history with fewer calls has its parts checked in this process: handing parts to workers
+costs about a millisecond per history, more than checking a small one takes."""
+PARALLEL_MIN_BYTES = 50_000
+"""The same threshold for the encoded parts of a JSON Lines history (about 100 bytes a call)."""
+
 KILL_GRACE_SECONDS = 0.2
 """A worker still busy this long after the deadline is killed. Its own search stops early
 enough to free its cache before the deadline; the grace lets a result that is on its way
@@ -161,6 +167,11 @@ class WorkerPool:
     def parallel(self) -> bool:
         """Whether pieces may run in worker processes."""
         return self.workers > 1 and fork_available() and not self._forking_failed
+
+    @property
+    def idle_workers(self) -> int:
+        """The worker processes started and waiting for work."""
+        return len(self._idle)
 
     def __enter__(self) -> WorkerPool:
         return self
@@ -481,6 +492,7 @@ def check_parts(
     the counts as results arrive (`progress_text`); `on_start(number)` each part this process
     checks itself, before it starts."""
     tasks = [Task(len(calls), _check_part_task, (key, calls), name=key) for key, calls in parts]
+    pool = worth_workers(pool, sum(task.size for task in tasks), PARALLEL_MIN_CALLS)
 
     def stopped(index: int, stop: Stop) -> CheckResult:
         key, calls = parts[index]
@@ -499,6 +511,11 @@ def check_parts(
         on_done=tally.done,
         on_start=on_start,
     )
+
+
+def worth_workers(pool: WorkerPool | None, size: int, minimum: int) -> WorkerPool | None:
+    """`pool` when the work (`size`) reaches `minimum`, else None (this process checks)."""
+    return pool if pool is not None and size >= minimum else None
 
 
 def searches_budget(budget: Budget, pool: WorkerPool, tasks: int) -> Budget:
@@ -551,6 +568,8 @@ class Tally:
 
 __all__ = [
     "KILL_GRACE_SECONDS",
+    "PARALLEL_MIN_BYTES",
+    "PARALLEL_MIN_CALLS",
     "Stop",
     "StopKind",
     "Tally",
@@ -564,4 +583,5 @@ __all__ = [
     "progress_text",
     "searches_budget",
     "stop_reason",
+    "worth_workers",
 ]

@@ -18,6 +18,7 @@ from spark_checks.history import HistoryError, Position, Verdict
 from spark_checks.kafka_histories import INJECTABLE_ANOMALIES, generate_history
 from spark_checks.parallel import (
     KILL_GRACE_SECONDS,
+    PARALLEL_MIN_CALLS,
     Stop,
     StopKind,
     Tally,
@@ -68,22 +69,19 @@ def comparable(report: HistoryReport) -> list[tuple[Any, ...]]:
     ]
 
 
-@pytest.fixture(scope="module")
-def pool() -> Any:
-    with WorkerPool(2) as workers:
-        yield workers
-
-
 @needs_fork
 @needs_histories
 @pytest.mark.parametrize(
     "name",
-    ["kv/c10-bad.txt", "kv/c10-ok.txt", "kv/c01-bad.txt", "jepsen/etcd_000.log", "jepsen/etcd_002.log"],
+    ["kv/c50-bad.txt", "kv/c50-ok.txt", "kv/c10-bad.txt", "jepsen/etcd_000.log", "jepsen/etcd_002.log"],
 )
-def test_workers_give_the_results_of_one_process(name: str, pool: WorkerPool) -> None:
+def test_workers_give_the_results_of_one_process(name: str) -> None:
+    # c50 (over PARALLEL_MIN_CALLS) goes to the workers; the small ones stay in this process.
     path = PORCUPINE / name
     alone = verify_history(path, VerifyOptions(engine="local"))
-    together = verify_history(path, VerifyOptions(engine="local"), pool=pool)
+    with WorkerPool(2) as pool:
+        together = verify_history(path, VerifyOptions(engine="local"), pool=pool)
+        assert pool.idle_workers == (2 if alone.calls >= PARALLEL_MIN_CALLS and len(alone.results) > 1 else 0)
     assert together.verdict is alone.verdict
     assert comparable(together) == comparable(alone)
     assert (together.operations, together.calls) == (alone.operations, alone.calls)
@@ -91,15 +89,15 @@ def test_workers_give_the_results_of_one_process(name: str, pool: WorkerPool) ->
 
 @needs_fork
 @pytest.mark.parametrize("general", [False, True])
-def test_workers_give_the_results_of_one_process_on_kafka(
-    tmp_path: Path, pool: WorkerPool, general: bool
-) -> None:
+def test_workers_give_the_results_of_one_process_on_kafka(tmp_path: Path, general: bool) -> None:
     # JSON Lines goes through the distributed stages (encoded parts sent to the workers),
     # or through call objects with `general`; both with the whole-history cycle part.
     history = tmp_path / "kafka.jsonl"
     write_jsonl(history, generate_history(3_000, 6, seed=11, anomalies=INJECTABLE_ANOMALIES))
     alone = verify_history(history, VerifyOptions(engine="local"), general=general)
-    together = verify_history(history, VerifyOptions(engine="local"), pool=pool, general=general)
+    with WorkerPool(2) as pool:
+        together = verify_history(history, VerifyOptions(engine="local"), pool=pool, general=general)
+        assert pool.idle_workers == 2
     assert alone.verdict is Verdict.INVALID
     assert len(alone.results) > 2
     assert comparable(together) == comparable(alone)
@@ -109,7 +107,7 @@ def test_workers_give_the_results_of_one_process_on_kafka(
 @pytest.mark.parametrize("workers", [1, 2])
 def test_fail_fast_stops_at_the_first_invalid_part(workers: int) -> None:
     with WorkerPool(workers) as pool:
-        report = verify_history(PORCUPINE / "kv/c10-bad.txt", VerifyOptions(fail_fast=True), pool=pool)
+        report = verify_history(PORCUPINE / "kv/c50-bad.txt", VerifyOptions(fail_fast=True), pool=pool)
     assert report.verdict is Verdict.INVALID
     invalid = [r for r in report.results if r.verdict is Verdict.INVALID]
     skipped = [r for r in report.results if r.verdict is Verdict.UNKNOWN]
@@ -121,7 +119,7 @@ def test_fail_fast_stops_at_the_first_invalid_part(workers: int) -> None:
         assert reason.rsplit(" ", 1)[1] in stopped_at
     # The parts are still reported in key order, each once.
     assert [r.partition for r in report.results] == sorted(r.partition for r in report.results)
-    full = verify_history(PORCUPINE / "kv/c10-bad.txt", VerifyOptions())
+    full = verify_history(PORCUPINE / "kv/c50-bad.txt", VerifyOptions())
     assert {r.verdict for r in full.results} <= {Verdict.VALID, Verdict.INVALID}
     assert len(full.results) == len(report.results)
 
@@ -249,7 +247,7 @@ def test_the_engine_reports_invalid_parts_as_they_are_found(workers: int) -> Non
     said: list[str] = []
     with WorkerPool(workers) as pool:
         report = verify_history(
-            PORCUPINE / "kv/c10-bad.txt", VerifyOptions(), pool=pool, progress=said.append
+            PORCUPINE / "kv/c50-bad.txt", VerifyOptions(), pool=pool, progress=said.append
         )
     counts = [message for message in said if " parts checked, " in message]
     invalid = sum(r.verdict is Verdict.INVALID for r in report.results)
