@@ -876,6 +876,16 @@ def lag_plot_svg(lag: Mapping[str, Any]) -> str:
     )
 
 
+def _worst_sentence(worst: Any) -> str:
+    if not isinstance(worst, dict) or not worst.get("lag"):
+        return "No poll lagged."
+    return (
+        f"The worst lag: {format_seconds(float(worst['lag']))}, process {show(worst.get('process'))} on key "
+        f"{worst.get('key')}, at its poll invoked at {format_seconds(float(worst.get('time') or 0))} "
+        "(times in the history's time field, read as nanoseconds)."
+    )
+
+
 def lag_html(report: HistoryReport) -> str:
     """The realtime lag: the plot, the worst lag and the greatest per process and key."""
     lag = None
@@ -900,8 +910,8 @@ def lag_html(report: HistoryReport) -> str:
         "Each point is "
         "a process and key at the poll where its lag was greatest"
         + (f" ({len(listed)} of {count} shown)" if isinstance(count, int) and count > len(listed) else "")
-        + f".</p>{lag_plot_svg(lag)}<p>worst: {_a(json.dumps(lag.get('worst')))} "
-        f"({_a(lag.get('time_unit'))})</p><details><summary>greatest lag per process and key</summary>"
+        + f".</p>{lag_plot_svg(lag)}<p>{_a(_worst_sentence(lag.get('worst')))}</p>"
+        "<details><summary>greatest lag per process and key</summary>"
         f"<table><tr><th>process</th><th>key</th><th>greatest lag</th></tr>{body}</table></details>"
     )
 
@@ -988,6 +998,17 @@ _CONVENTION_MEANINGS: Final = {
     "ww_deps": "write-write dependencies inferred from offsets (Jepsen's :ww-deps)",
     "allowed_error_types": "anomaly types that do not make the history invalid",
     "unseen": "how unseen values are counted",
+    "unseen_is_error": "values never polled make the history invalid (Jepsen's checker)",
+    "conflicting_offset_representative": "which value stands for an offset that holds several",
+    "fail_info_value": "which value of a failed or indeterminate call is analysed",
+    "info_commit_evidence": "where the proof that an indeterminate send committed comes from",
+    "info_send_committed_if_a_value_was_read": "an indeterminate send committed if a value it sent was read",
+    "keys": "how keys are compared",
+    "max_listed_values": "longest list of values in one record (counts stay exact)",
+    "no_writer_of_value_is_error": "a value read that no call sent is an error (upstream throws)",
+    "rebalance_log": "Jepsen's :rebalance-log",
+    "source": "the definitions these checks follow",
+    "subscribe_allows_poll_skips": "under subscribe, rebalances may skip or repeat offsets",
 }
 
 
