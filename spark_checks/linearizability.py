@@ -229,7 +229,9 @@ def check_partition(
         def describe(position: int) -> str:
             return model.describe(problem.calls[position])
 
-        decided = traceable.decide(model_name, problem, model.init(resolved["initial"]), model.step, describe)
+        decided = traceable.decide(
+            model_name, problem, model.init(resolved["initial"]), model.step, describe, stop_at
+        )
         if isinstance(decided, traceable.Decision):
             decided_evidence = traceable.evidence(decided, problem.invoke, describe)
             decided_evidence["calls_searched"] = len(problem.calls)

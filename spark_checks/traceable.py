@@ -106,6 +106,7 @@ import bisect
 import enum
 import itertools
 import math
+import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
@@ -175,12 +176,14 @@ def decide(
     initial: Hashable,
     step: Callable[[Any, Any, Any, Any], Any],
     describe: Describe,
+    stop_at: float = math.inf,
 ) -> Decision | Fallback:
     """Decide one partition of a traceable history, or say why it is not traceable.
 
     `model_name` is one of kv, register, cas-register (anything else falls back); `initial` is the
     model's initial state and `step` its transition function, used to replay a valid verdict's
-    linearization.
+    linearization. Past `stop_at` (a `time.perf_counter()` instant) no further attribution is
+    tried: the answer is a `Fallback` saying so (the caller's search then answers unknown).
     """
     shape = _shape(model_name, prepared, initial)
     if isinstance(shape, Fallback):
@@ -198,6 +201,8 @@ def decide(
     cases, settled = attributions
     failures: list[Decision] = []
     for case in cases:
+        if failures and time.perf_counter() > stop_at:
+            return Fallback(f"time budget exhausted after {len(failures)} of {len(cases)} attributions")
         outcome = _place(shape, _attribute(decoded, case), prepared, named)
         if outcome.verdict is Verdict.VALID:
             problem = _replay_problem(outcome.order, prepared, initial, step)
