@@ -516,6 +516,21 @@ def test_repeated_values_told_apart_by_where_the_reads_saw_them() -> None:
     assert replays(calls, result, KeyValue(), KV)
 
 
+def test_the_time_budget_is_kept_between_attributions() -> None:
+    # The first attribution gives the reads after "<p>" the "<a>" appended after "<q>": it fails,
+    # and with no time left the second is not tried; the search answers unknown at once.
+    events: list[Event] = []
+    for put in ("<q>", "<p>"):
+        events += [(1, "invoke", "put", put), (1, "ok", "put", put)]
+        events += [(1, "invoke", "append", "<a>"), (1, "ok", "append", "<a>")]
+        events += [(2, "invoke", "get", None), (2, "ok", "get", put + "<a>")]
+    calls = history(*events)
+    assert decided(calls).verdict is Verdict.VALID
+    late = check_partition(calls, "kv", KV, deadline=time.time() - 1)
+    assert late.verdict is Verdict.UNKNOWN
+    assert late.evidence["traceable_fallback"] == "time budget exhausted after 1 of 2 attributions"
+
+
 def test_fallback_on_too_many_attributions(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(traceable, "MAX_ATTRIBUTIONS", 3)
     events: list[Event] = []
