@@ -146,6 +146,22 @@ def assert_engines_agree(spark: Any, names: Iterable[str]) -> None:
 # ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("general", [False, True], ids=["jsonl-stages", "general-path"])
+def test_stats_count_the_assign_calls(tmp_path: Path, general: bool) -> None:
+    # Assign calls travel apart from the data calls (every key's part needs them); the stats
+    # check still sees them: a node that answers no list_committed_offsets fails every assign.
+    text = (DATA / "committed-offsets-backwards.edn").read_text()
+    edn = tmp_path / "assigns-fail.edn"
+    edn.write_text(text.replace(":type :ok, :process 1, :f :assign", ":type :fail, :process 1, :f :assign"))
+    _, operations = open_history(edn)
+    path = tmp_path / "assigns-fail.jsonl"
+    write_jsonl(path, operations)
+    report = verify_history(path, VerifyOptions(model=maelstrom_kafka.MODEL, engine="local"), general=general)
+    assert stats_of(report)["without_ok"] == ["assign"]
+    assert stats_of(report)["by_f"]["assign"]["fail_count"] == 3
+    assert report.verdict is Verdict.INVALID
+
+
 def test_plain_kafka_model_lacks_the_stats_check() -> None:
     report = verify_history(DATA / "sends-refused.edn", VerifyOptions(model="kafka", engine="local"))
     assert report.model == "kafka" and report.verdict is Verdict.VALID
