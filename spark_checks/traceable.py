@@ -650,9 +650,10 @@ def _order_reason(block: _Block, later: int, earlier: int, decoded: dict[int, _D
         return "it saw that write's effect"
     if earlier in decoded:
         seen = "the initial value" if block.base == _INITIAL else "the value put"
-        return (
-            f"that read saw {seen} and appends after it, not this append, which a longer read saw after those"
-        )
+        count = len(decoded[earlier][1])
+        appended = "with no append yet" if count == 0 else f"and {_plural(count, 'append')} after it"
+        later_part = "" if count == 0 else " after those"
+        return f"that read saw {seen} {appended}, not this append, which a longer read saw{later_part}"
     return "a read saw the value in which this write follows that one"
 
 
