@@ -402,3 +402,15 @@ def test_the_report_of_a_million_operations_stays_small(
     assert named and all(call.invoke_index in ops for call in named)
     for kind in ("lost-write", "duplicate", "inconsistent-offsets", "G1a", "poll-skip"):
         assert f"data-type='{kind}'" in page
+
+
+def test_a_window_of_the_history_is_enough(every_anomaly: HistoryReport) -> None:
+    """A history checked on Spark is not kept: the page is drawn from the operations near the
+    evidence, which may start or end in the middle of a call."""
+    assert every_anomaly.history is not None
+    window = every_anomaly.history[29:58]  # from a completion (#29) to an invocation (#57)
+    page = html_report([every_anomaly], [window])
+    ops = parsed(page).ops()
+    assert {30, 32, 34, 36} <= set(ops)  # the poll-skip and nonmonotonic-poll calls of key d
+    assert 8 not in ops  # the lost write's reader is outside the window
+    assert "data-type='lost-write'" in page  # its sentence is still there
