@@ -158,19 +158,23 @@ def stats(calls: Iterable[Call]) -> dict[str, JsonValue]:
 
 def with_stats(result: CheckResult, calls: Iterable[Call]) -> CheckResult:
     """The Kafka whole-history part's result with Maelstrom's `:stats` check added: its
-    figures in `maelstrom_stats`, and the part invalid when it fails (an `unknown` part stays
-    unknown: its anomalies were not decided)."""
+    figures in `maelstrom_stats`; when it fails, the part is invalid and `invalid_because`
+    names `stats` (an `unknown` part stays unknown: its anomalies were not decided)."""
     figures = stats(calls)
     verdict = result.verdict
-    if not figures["valid"] and verdict is Verdict.VALID:
+    evidence = {**result.evidence, "maelstrom_stats": figures}
+    because = evidence.get("invalid_because")
+    if not figures["valid"] and verdict is not Verdict.UNKNOWN:
         verdict = Verdict.INVALID
+        # Maelstrom's composed result names the failing checker: `:stats`.
+        evidence["invalid_because"] = [*(because if isinstance(because, list) else []), "stats"]
     return CheckResult(
         result.checker,
         result.model,
         result.partition,
         verdict,
         result.operations,
-        {**result.evidence, "maelstrom_stats": figures},
+        evidence,
         {**result.conventions, **REPORT_CONVENTIONS},
         result.seconds,
     )

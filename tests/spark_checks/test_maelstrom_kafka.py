@@ -86,6 +86,8 @@ def assert_maelstrom(report: HistoryReport, name: str) -> None:
     assert report.model == maelstrom_kafka.MODEL
     assert anomaly_types(report) == expected
     assert stats_of(report)["valid"] is stats_valid
+    (whole,) = [result for result in report.results if result.partition == CYCLES_PART]
+    assert ("stats" in whole.evidence["invalid_because"]) is not stats_valid
     valid = workload_valid and stats_valid
     assert report.verdict is (Verdict.VALID if valid else Verdict.INVALID)
     assert report.conventions["dialect"] == maelstrom_kafka.MODEL
