@@ -30,7 +30,9 @@ that goes backwards is seen only through the polls that follow an assign, and Je
 tracking a key's position when an assign leaves it out, so Maelstrom reports no anomaly for
 it (`committed-offsets-backwards.edn` in the tests).
 
-The checks, as `maelstrom.core/maelstrom-test` composes them for this workload:
+The checks, as `maelstrom.core/maelstrom-test` composes them for this workload (Maelstrom
+depends on Jepsen 0.3.7, whose `jepsen/tests/kafka.clj` differs from Jepsen's current one only
+in its source of randomness):
 
 * `:workload`: `jepsen.tests.kafka/checker` unchanged (`spark_checks.kafka_checker`), with the
   test options the workload sets: `:sub-via #{:assign}` (so `poll-skip` and
