@@ -52,7 +52,6 @@ from conformance.guard import DEFAULT_COMMAND_SECONDS
 from conformance.machines.consumer_group import (
     Command,
     ConsumerGroupConformanceMachine,
-    DivergenceError,
     ExpireRebalance,
     ExpireSession,
     Heartbeat,
@@ -61,6 +60,7 @@ from conformance.machines.consumer_group import (
     consumer_group_machine_for,
     spec_coordinator,
 )
+from conformance.target_calls import DivergenceError
 from reference.consumer_group import client_of
 from spec.group import consumer
 from spec.group.consumer import ConsumerGroupConfig, Coordinator, GroupState
@@ -259,7 +259,7 @@ def _replay_once(
                 assert following is not None, f"{action} is not enabled on the path"
                 state = following
                 if machine.reference.group(GROUP) != state.coordinator:
-                    raise machine._fail(
+                    raise machine.fail(
                         f"after {action!r} (action {position} of the path) the reference's coordinator "
                         "is not the system model's (a bug in this suite's translation of actions into "
                         f"requests): "

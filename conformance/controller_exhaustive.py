@@ -65,9 +65,9 @@ from conformance.guard import DEFAULT_COMMAND_SECONDS
 from conformance.machines.controller import (
     Command,
     ControllerPair,
-    DivergenceError,
     ExpireSession,
 )
+from conformance.target_calls import DivergenceError
 from reference.controller import broker_view, partition_view
 from spec.controller import kraft
 from spec.controller.kraft_alter_partition import AlterPartitionRule

@@ -55,7 +55,6 @@ from conformance.machines.coordinator import (
     GARBAGE_MEMBER_ID,
     Command,
     CoordinatorConformanceMachine,
-    DivergenceError,
     ExpireOffsets,
     ExpirePendingSync,
     ExpireRebalance,
@@ -69,6 +68,7 @@ from conformance.machines.coordinator import (
     coordinator_machine_for,
     spec_outcome,
 )
+from conformance.target_calls import DivergenceError
 from spec.group import classic
 from spec.group import classic_consumer as consumer_side
 from spec.group.assignors import ASSIGNORS, MemberSubscription
@@ -366,7 +366,7 @@ def _check_group(
     position: int,
 ) -> None:
     if machine.reference.group(GROUP) != expected:
-        raise machine._fail(
+        raise machine.fail(
             f"after {after} (action {position} of the path) the reference's group is not the system model's "
             f"(a bug in this suite's translation of actions into requests): "
             f"{machine.reference.group(GROUP)!r} != {expected!r}"

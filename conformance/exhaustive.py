@@ -40,8 +40,9 @@ from functools import partial
 
 from conformance import paths
 from conformance.guard import DEFAULT_COMMAND_SECONDS
-from conformance.machines.partition import DivergenceError, PartitionConformanceMachine, partition_machine_for
+from conformance.machines.partition import PartitionConformanceMachine, partition_machine_for
 from conformance.partition_sut import ReplicationSettings
+from conformance.target_calls import DivergenceError
 from spec import partition as spec_partition
 from spec.machines import Scenario
 from spec.partition import (

@@ -23,8 +23,8 @@ import time
 from dataclasses import dataclass
 
 from conformance.guard import DEFAULT_COMMAND_SECONDS
-from conformance.machines.controller import DivergenceError
 from conformance.machines.zk_broker import BROKER, Command, Restart, ZkBrokerPair
+from conformance.target_calls import DivergenceError
 from spec.controller.types import (
     LeaderAndIsrRequest,
     StopReplicaRequest,

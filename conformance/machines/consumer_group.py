@@ -61,13 +61,8 @@ from conformance.consumer_group_sut import (
     resolve_consumer_group_target,
     view_of,
 )
-from conformance.guard import (
-    DEFAULT_COMMAND_SECONDS,
-    TargetExitError,
-    TargetHungError,
-    call_target,
-    check_command_seconds,
-)
+from conformance.guard import DEFAULT_COMMAND_SECONDS, check_command_seconds
+from conformance.target_calls import DivergenceError, TargetCalls
 from reference.consumer_group import ReferenceConsumerGroupCoordinator, client_of, partitions_of
 from spec.group import consumer
 from spec.group.consumer import ConsumerGroupConfig, Coordinator, GroupState
@@ -493,15 +488,11 @@ def properties_violated(config: ConsumerGroupConfig, before: Coordinator, after:
 # ---------------------------------------------------------------------------------------
 
 
-class DivergenceError(AssertionError):
-    """The target and the reference disagree, or the reference left the spec."""
-
-
-class ConsumerGroupConformanceMachine(RuleBasedStateMachine):
+class ConsumerGroupConformanceMachine(TargetCalls[ConsumerGroupSettings], RuleBasedStateMachine):
     """Drives `make_consumer_group_coordinator(target, settings)` and the reference with the same commands."""
 
     target: ClassVar[str] = "reference"
-    command_seconds: ClassVar[float] = DEFAULT_COMMAND_SECONDS
+    command_seconds: float = DEFAULT_COMMAND_SECONDS
     groups: ClassVar[tuple[GroupId, ...]] = GROUPS
 
     def __init__(self) -> None:
@@ -524,38 +515,19 @@ class ConsumerGroupConformanceMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         """Release the target's resources (not after a hang: the target is stuck)."""
         if self._sut is not None and not self.hung:
-            self._target("close()", self._sut.close)
-
-    def _fail(self, message: str) -> DivergenceError:
-        lines = [message, f"settings: {self.settings}", "commands (with the reference's answer):"]
-        lines += [f"  {number}. {command}" for number, command in enumerate(self.commands, 1)]
-        return DivergenceError("\n".join(lines))
-
-    def _target(self, command: str, operation: Callable[[], T], usage_errors: bool = False) -> T:
-        """Run `operation` on the target: an exception or `sys.exit` is a divergence, a hang is stopped."""
-        try:
-            return call_target(operation, self.command_seconds, command)
-        except TargetHungError as error:
-            self.hung = True
-            raise TargetHungError(str(self._fail(str(error)))) from None
-        except TargetExitError as error:
-            raise self._fail(str(error)) from None
-        except Exception as error:
-            if usage_errors and isinstance(error, ValueError):
-                raise
-            raise self._fail(f"{command}: the target raised {error!r}") from error
+            self.guarded("close()", self._sut.close)
 
     def begin(self, settings: ConsumerGroupSettings) -> None:
         """Build the target and the reference with `settings`; both start with no groups."""
         self.settings = settings
         self.config = config_of(settings)
         self.reference = ReferenceConsumerGroupCoordinator(self.config)
-        self._sut = self._target(
+        self._sut = self.guarded(
             "creating the coordinator",
             lambda: make_consumer_group_coordinator(self.target, settings),
             usage_errors=True,
         )
-        views = self._target(
+        views = self.guarded(
             "observe() at the start", lambda: tuple(self.sut.observe(g) for g in self.groups)
         )
         for group_id, view in zip(self.groups, views, strict=True):
@@ -572,35 +544,29 @@ class ConsumerGroupConformanceMachine(RuleBasedStateMachine):
         try:
             difference = first_difference(view, expected)
         except (AttributeError, TypeError) as error:
-            raise self._fail(
-                f"observe({group_id}) after {after}: not a ConsumerGroupView: {error}"
-            ) from error
+            raise self.fail(f"observe({group_id}) after {after}: not a ConsumerGroupView: {error}") from error
         if difference is not None:
             path, mine, theirs = difference
-            raise self._fail(
-                f"{group_id} {path} after {after}: target has {mine!r}, reference has {theirs!r}"
-            )
+            raise self.fail(f"{group_id} {path} after {after}: target has {mine!r}, reference has {theirs!r}")
 
     def _check_refinement(self, before: Coordinator, command: Command, answer: Answer, text: str) -> None:
         step = self.reference.last_step
         where = f"{text}: the reference left the spec"
         if step is None or step.group_id != command.group_id or step.before != before:
-            raise self._fail(f"{where}: it did not step from the coordinator it held")
+            raise self.fail(f"{where}: it did not step from the coordinator it held")
         expected = spec_coordinator(self.config, before, command)
         if expected != step.after:
-            raise self._fail(f"{where}: the spec gives {expected!r}, the reference {step.after!r}")
+            raise self.fail(f"{where}: the spec gives {expected!r}, the reference {step.after!r}")
         if isinstance(command, OffsetCommit) and isinstance(answer, OffsetCommitResponse):
             member = before.members[client_of(self.config, command.request.member_id)]
             epoch = command.request.generation_id_or_member_epoch
             for (partition, _), given in zip(command.request.offsets, answer.partitions, strict=True):
                 error = consumer.commit_error(member, partition.partition, epoch, self.config.commit_rule)
                 if given.error is not error:
-                    raise self._fail(
-                        f"{where}: commit_error gives {error} for {partition}, not {given.error}"
-                    )
+                    raise self.fail(f"{where}: commit_error gives {error} for {partition}, not {given.error}")
         broken = properties_violated(self.config, before, step.after)
         if broken:
-            raise self._fail(
+            raise self.fail(
                 f"{text}: the spec's properties {', '.join(broken)} do not hold in {step.after!r}"
             )
 
@@ -611,9 +577,9 @@ class ConsumerGroupConformanceMachine(RuleBasedStateMachine):
         expected = perform(self.reference, command)
         self.commands.append(f"{text} -> {expected!r}" if expected is not None else text)
         self._check_refinement(before, command, expected, text)
-        answer, views = self._target(text, lambda: self._perform_and_observe(command))
+        answer, views = self.guarded(text, lambda: self._perform_and_observe(command))
         if answer != expected:
-            raise self._fail(f"{text}: target answered {answer!r}, reference answered {expected!r}")
+            raise self.fail(f"{text}: target answered {answer!r}, reference answered {expected!r}")
         for group_id, view in zip(self.groups, views, strict=True):
             self._compare_view(group_id, view, text)
 

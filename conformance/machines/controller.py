@@ -37,8 +37,7 @@ Near misses and swarm testing
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass
 from typing import ClassVar, TypeVar
 
 from hypothesis import strategies as st
@@ -47,11 +46,9 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 from conformance.controller_sut import ControllerUnderTest, make_controller, resolve_controller_target
 from conformance.guard import (
     DEFAULT_COMMAND_SECONDS,
-    TargetExitError,
-    TargetHungError,
-    call_target,
     check_command_seconds,
 )
+from conformance.target_calls import TargetCalls, first_difference
 from reference.controller import ReferenceController
 from spec.controller import kraft
 from spec.controller.kraft_brokers import BrokerRegistration
@@ -115,32 +112,6 @@ def perform(controller: ControllerUnderTest, command: Command) -> object:
     return controller.set_unclean_leader_election(command)
 
 
-def first_difference(target: object, reference: object, path: str = "") -> tuple[str, object, object] | None:
-    """The first field (in declaration order, item by item) where `target` differs from
-    `reference`: (its path, the target's value, the reference's value); None if equal."""
-    if target == reference:
-        return None
-    if is_dataclass(reference) and type(target) is type(reference):
-        for item in fields(reference):
-            found = first_difference(
-                getattr(target, item.name), getattr(reference, item.name), f"{path}.{item.name}".lstrip(".")
-            )
-            if found is not None:
-                return found
-    if isinstance(reference, tuple) and isinstance(target, tuple) and len(target) == len(reference):
-        for index, (mine, theirs) in enumerate(zip(target, reference, strict=True)):
-            found = first_difference(mine, theirs, f"{path}[{index}]")
-            if found is not None:
-                return found
-    if isinstance(reference, tuple) and isinstance(target, tuple):
-        return f"{path} (count)", len(target), len(reference)
-    return path or "answer", target, reference
-
-
-class DivergenceError(AssertionError):
-    """The target and the reference disagree, or the reference left the spec."""
-
-
 # ---------------------------------------------------------------------------------------
 # Refinement: the spec's properties of the controller's image
 # ---------------------------------------------------------------------------------------
@@ -199,7 +170,7 @@ def image_properties_violated(
 # ---------------------------------------------------------------------------------------
 
 
-class ControllerPair:
+class ControllerPair(TargetCalls[ControllerSettings]):
     """A target and the reference, given the same commands; every answer and image compared."""
 
     def __init__(
@@ -209,45 +180,23 @@ class ControllerPair:
         self.command_seconds = command_seconds
         self.check_properties = check_properties
         self.hung = False
-        self.commands: list[tuple[Command, object]] = []
+        self.commands: list[str] = []
         self.reference = ReferenceController(settings)
-        self.sut: ControllerUnderTest = self._target(
+        self.sut: ControllerUnderTest = self.guarded(
             "creating the controller", lambda: make_controller(target, settings), usage_errors=True
         )
-
-    def fail(self, message: str) -> DivergenceError:
-        """A divergence naming the settings and every command so far."""
-        lines = [message, f"settings: {self.settings}", "commands (with the reference's answer):"]
-        lines += [
-            f"  {number}. {command!r} -> {answer!r}"
-            for number, (command, answer) in enumerate(self.commands, 1)
-        ]
-        return DivergenceError("\n".join(lines))
-
-    def _target(self, command: str, operation: Callable[[], T], usage_errors: bool = False) -> T:
-        try:
-            return call_target(operation, self.command_seconds, command)
-        except TargetHungError as error:
-            self.hung = True
-            raise TargetHungError(str(self.fail(str(error)))) from None
-        except TargetExitError as error:
-            raise self.fail(str(error)) from None
-        except Exception as error:
-            if usage_errors and isinstance(error, ValueError):
-                raise
-            raise self.fail(f"{command}: the target raised {error!r}") from error
 
     def run(self, command: Command) -> object:
         """Give `command` to both, compare the answers and the images, check the reference
         against the spec; the reference's answer."""
         before = dict(self.reference.partitions) if self.check_properties else {}
         expected = perform(self.reference, command)
-        self.commands.append((command, expected))
+        self.commands.append(f"{command!r} -> {expected!r}")
         if self.check_properties:
             broken = image_properties_violated(self.reference, before)
             if broken:
                 raise self.fail(f"{command!r}: the reference breaks the spec's {', '.join(broken)}")
-        answer, view = self._target(
+        answer, view = self.guarded(
             type(command).__name__, lambda: (perform(self.sut, command), self.sut.observe())
         )
         if answer != expected:
@@ -265,8 +214,8 @@ class ControllerPair:
         expected: list[object] = []
         for command in commands:
             expected.append(perform(self.reference, command))
-            self.commands.append((command, expected[-1]))
-        answers, view = self._target(
+            self.commands.append(f"{command!r} -> {expected[-1]!r}")
+        answers, view = self.guarded(
             f"{len(commands)} requests",
             lambda: ([perform(self.sut, command) for command in commands], self.sut.observe()),
         )
@@ -311,7 +260,7 @@ class ControllerConformanceMachine(RuleBasedStateMachine):
     """Drives `make_controller(target, settings)` and the reference with the same requests."""
 
     target: ClassVar[str] = "reference"
-    command_seconds: ClassVar[float] = DEFAULT_COMMAND_SECONDS
+    command_seconds: float = DEFAULT_COMMAND_SECONDS
 
     def __init__(self) -> None:
         super().__init__()

@@ -80,13 +80,8 @@ from conformance.coordinator_sut import (
     resolve_coordinator_target,
     view_of,
 )
-from conformance.guard import (
-    DEFAULT_COMMAND_SECONDS,
-    TargetExitError,
-    TargetHungError,
-    call_target,
-    check_command_seconds,
-)
+from conformance.guard import DEFAULT_COMMAND_SECONDS, check_command_seconds
+from conformance.target_calls import TargetCalls
 from reference.coordinator import ReferenceClassicCoordinator, offset_expiry
 from spec.group import classic
 from spec.group import classic_coordinator as coordinator_spec
@@ -815,15 +810,11 @@ def properties_violated(before: ClassicGroup, after: ClassicGroup, command: Comm
 # ---------------------------------------------------------------------------------------
 
 
-class DivergenceError(AssertionError):
-    """The target and the reference disagree, or the reference left the spec."""
-
-
-class CoordinatorConformanceMachine(RuleBasedStateMachine):
+class CoordinatorConformanceMachine(TargetCalls[CoordinatorSettings], RuleBasedStateMachine):
     """Drives `make_coordinator(target, settings)` and the reference with the same commands."""
 
     target: ClassVar[str] = "reference"
-    command_seconds: ClassVar[float] = DEFAULT_COMMAND_SECONDS
+    command_seconds: float = DEFAULT_COMMAND_SECONDS
 
     def __init__(self) -> None:
         super().__init__()
@@ -845,35 +836,15 @@ class CoordinatorConformanceMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         """Release the target's resources (not after a hang: the target is stuck)."""
         if self._sut is not None and not self.hung:
-            self._target("close()", self._sut.close)
+            self.guarded("close()", self._sut.close)
 
     # -- helpers ------------------------------------------------------------------------
-
-    def _fail(self, message: str) -> DivergenceError:
-        lines = [message, f"settings: {self.settings}", "commands (with the reference's answer):"]
-        lines += [f"  {number}. {command}" for number, command in enumerate(self.commands, 1)]
-        return DivergenceError("\n".join(lines))
-
-    def _target(self, command: str, operation: Callable[[], T], usage_errors: bool = False) -> T:
-        """Run `operation` on the target (see `conformance.machines.partition`): an exception
-        or `sys.exit` is a divergence, a hang is stopped."""
-        try:
-            return call_target(operation, self.command_seconds, command)
-        except TargetHungError as error:
-            self.hung = True
-            raise TargetHungError(str(self._fail(str(error)))) from None
-        except TargetExitError as error:
-            raise self._fail(str(error)) from None
-        except Exception as error:
-            if usage_errors and isinstance(error, ValueError):
-                raise
-            raise self._fail(f"{command}: the target raised {error!r}") from error
 
     def begin(self, settings: CoordinatorSettings) -> None:
         """Build the target and the reference with `settings`; both start with no groups."""
         self.settings = settings
         self.reference = ReferenceClassicCoordinator(coordinator_rules(settings))
-        self._sut = self._target(
+        self._sut = self.guarded(
             "creating the coordinator", lambda: make_coordinator(self.target, settings), usage_errors=True
         )
         self._observe_all("start")
@@ -883,15 +854,13 @@ class CoordinatorConformanceMachine(RuleBasedStateMachine):
         try:
             difference = first_difference(view, expected)
         except (AttributeError, TypeError) as error:
-            raise self._fail(f"observe({group_id}) after {after}: not a GroupView: {error}") from error
+            raise self.fail(f"observe({group_id}) after {after}: not a GroupView: {error}") from error
         if difference is not None:
             path, mine, theirs = difference
-            raise self._fail(
-                f"{group_id} {path} after {after}: target has {mine!r}, reference has {theirs!r}"
-            )
+            raise self.fail(f"{group_id} {path} after {after}: target has {mine!r}, reference has {theirs!r}")
 
     def _observe_all(self, after: str) -> None:
-        views = self._target(
+        views = self.guarded(
             f"observe() after {after}", lambda: tuple(self.sut.observe(group_id) for group_id in GROUPS)
         )
         for group_id, view in zip(GROUPS, views, strict=True):
@@ -901,13 +870,13 @@ class CoordinatorConformanceMachine(RuleBasedStateMachine):
         step = self.reference.last_step
         where = f"{text}: the reference left the spec"
         if step is None or step.group_id != command.group_id or step.before != before:
-            raise self._fail(f"{where}: it did not step from the group it held")
+            raise self.fail(f"{where}: it did not step from the group it held")
         group, expected, deliveries = spec_outcome(before, command, self.reference.rules)
         if group != step.after or expected != answer or deliveries != step.deliveries:
-            raise self._fail(f"{where}: the spec's handler gives {group!r}, {expected!r}, {deliveries!r}")
+            raise self.fail(f"{where}: the spec's handler gives {group!r}, {expected!r}, {deliveries!r}")
         broken = properties_violated(before, step.after, command)
         if broken:
-            raise self._fail(
+            raise self.fail(
                 f"{text}: the spec's properties {', '.join(broken)} do not hold in {step.after!r}"
             )
 
@@ -936,15 +905,15 @@ class CoordinatorConformanceMachine(RuleBasedStateMachine):
             )
         )
         # one guarded call per command (the watchdog costs a timer signal per call)
-        answer, delivered, views = self._target(text, lambda: self._perform_and_observe(command))
+        answer, delivered, views = self.guarded(text, lambda: self._perform_and_observe(command))
         if answer != expected:
-            raise self._fail(f"{text}: target answered {answer!r}, reference answered {expected!r}")
+            raise self.fail(f"{text}: target answered {answer!r}, reference answered {expected!r}")
         try:
             same = Counter(delivered) == Counter(expected_deliveries)
         except TypeError as error:
-            raise self._fail(f"deliveries() after {text}: not Delivery values: {error}") from error
+            raise self.fail(f"deliveries() after {text}: not Delivery values: {error}") from error
         if not same:
-            raise self._fail(
+            raise self.fail(
                 f"deliveries() after {text}: target gave {list(delivered)!r}, "
                 f"reference gave {list(expected_deliveries)!r}"
             )

@@ -83,11 +83,11 @@ class LogConformanceMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         """Release the target's files (not after a hang: the target is stuck)."""
         if not self.hung:
-            self._target(f"close() after {self.last_command}", self.sut.close)
+            self.guarded(f"close() after {self.last_command}", self.sut.close)
 
     # -- helpers ------------------------------------------------------------------------
 
-    def _target(self, command: str, operation: Callable[[], T]) -> T:
+    def guarded(self, command: str, operation: Callable[[], T]) -> T:
         """Run `operation` on the target; an exception from it (or `sys.exit`) is a divergence
         too, and a call that hangs is stopped (`conformance.guard`)."""
         self.last_command = command
@@ -143,7 +143,7 @@ class LogConformanceMachine(RuleBasedStateMachine):
             self.next_value += 1
         records = tuple(batch)
         command = f"append({records!r})"
-        answer = self._target(command, lambda: self.sut.append(records))
+        answer = self.guarded(command, lambda: self.sut.append(records))
         self._agree(command, answer, self.reference.append(records))
 
     @rule(anchor=ANCHORS, delta=DELTAS, max_records=st.none() | st.integers(1, 6))
@@ -151,10 +151,10 @@ class LogConformanceMachine(RuleBasedStateMachine):
         """Fetch from any offset, and look that one offset up."""
         offset = self._offset(anchor, delta, lowest=-1)
         command = f"read({offset}, max_records={max_records})"
-        answer = self._target(command, lambda: self.sut.read(offset, max_records))
+        answer = self.guarded(command, lambda: self.sut.read(offset, max_records))
         self._agree(command, tuple(answer), self.reference.read(offset, max_records))
         command = f"record_at({offset})"
-        found = self._target(command, lambda: self.sut.record_at(offset))
+        found = self.guarded(command, lambda: self.sut.record_at(offset))
         self._agree(command, found, self.reference.record_at(offset))
 
     @precondition(lambda self: self.reference.log_end_offset > self.reference.log_start_offset)
@@ -162,7 +162,7 @@ class LogConformanceMachine(RuleBasedStateMachine):
     def truncate_to(self, anchor: str, delta: int) -> None:
         """A follower truncates to where its log diverges."""
         offset = self._offset(anchor, delta)
-        self._target(f"truncate_to({offset})", lambda: self.sut.truncate_to(offset))
+        self.guarded(f"truncate_to({offset})", lambda: self.sut.truncate_to(offset))
         self.reference.truncate_to(offset)
 
     @precondition(lambda self: self.reference.log_end_offset > self.reference.log_start_offset)
@@ -171,7 +171,7 @@ class LogConformanceMachine(RuleBasedStateMachine):
         """A follower whose fetch offset the leader no longer holds restarts its log."""
         offset = self._offset(anchor, delta)
         command = f"truncate_fully_and_start_at({offset})"
-        self._target(command, lambda: self.sut.truncate_fully_and_start_at(offset))
+        self.guarded(command, lambda: self.sut.truncate_fully_and_start_at(offset))
         self.reference.truncate_fully_and_start_at(offset)
 
     @rule(anchor=HIGH_WATERMARK_ANCHORS, delta=DELTAS)
@@ -179,7 +179,7 @@ class LogConformanceMachine(RuleBasedStateMachine):
         """The leader's HW reaches this replica."""
         high_watermark = self._offset(anchor, delta)
         command = f"update_high_watermark({high_watermark})"
-        answer = self._target(command, lambda: self.sut.update_high_watermark(high_watermark))
+        answer = self.guarded(command, lambda: self.sut.update_high_watermark(high_watermark))
         self._agree(command, answer, self.reference.update_high_watermark(high_watermark))
 
     @precondition(lambda self: self.reference.high_watermark > self.reference.log_start_offset)
@@ -188,7 +188,7 @@ class LogConformanceMachine(RuleBasedStateMachine):
         """DeleteRecords (capped at the HW)."""
         offset = self._offset(anchor, delta)
         command = f"delete_records_before({offset})"
-        answer = self._target(command, lambda: self.sut.delete_records_before(offset))
+        answer = self.guarded(command, lambda: self.sut.delete_records_before(offset))
         self._agree(command, answer, self.reference.advance_log_start_offset(offset))
 
     @rule(bump=st.integers(min_value=1, max_value=2))
@@ -196,28 +196,28 @@ class LogConformanceMachine(RuleBasedStateMachine):
         """This replica becomes leader with a newer epoch and records it at its LEO (KAFKA-7415)."""
         self.epoch += bump
         epoch, end = self.epoch, self.reference.log_end_offset
-        self._target(f"assign_epoch({epoch}, {end})", lambda: self.sut.assign_epoch(epoch, end))
+        self.guarded(f"assign_epoch({epoch}, {end})", lambda: self.sut.assign_epoch(epoch, end))
         self.reference.assign_epoch(epoch, end)
 
     @rule(epoch=st.integers(min_value=-1, max_value=30))
     def end_offset_for_epoch(self, epoch: int) -> None:
         """OffsetsForLeaderEpoch for any epoch, from UNDEFINED_EPOCH to far past the newest."""
         command = f"end_offset_for_epoch({epoch})"
-        answer = self._target(command, lambda: self.sut.end_offset_for_epoch(epoch))
+        answer = self.guarded(command, lambda: self.sut.end_offset_for_epoch(epoch))
         self._agree(command, tuple(answer), self.reference.end_offset_for_epoch(epoch))
 
     @precondition(lambda self: self.reference.has_unflushed_changes())
     @rule()
     def flush(self) -> None:
         """Make everything durable."""
-        self._target("flush()", self.sut.flush)
+        self.guarded("flush()", self.sut.flush)
         self.reference.flush()
 
     @precondition(lambda self: self.reference.has_unflushed_changes())
     @rule()
     def crash(self) -> None:
         """Lose what was not flushed, reopen and recover."""
-        self._target("crash()", self.sut.crash)
+        self.guarded("crash()", self.sut.crash)
         self.reference.crash()
 
     @precondition(lambda self: self.reference.high_watermark > self.reference.log_start_offset)
@@ -225,7 +225,7 @@ class LogConformanceMachine(RuleBasedStateMachine):
     def apply_retention(self) -> None:
         """The target applies its retention policy; the new log start offset must be legal."""
         before, high_watermark = self.reference.log_start_offset, self.reference.high_watermark
-        answer = self._target("apply_retention()", self.sut.apply_retention)
+        answer = self.guarded("apply_retention()", self.sut.apply_retention)
         if not before <= answer <= high_watermark:
             raise AssertionError(
                 f"apply_retention(): target moved the log start offset to {answer}, "
@@ -239,7 +239,7 @@ class LogConformanceMachine(RuleBasedStateMachine):
     def states_agree(self) -> None:
         """The whole observable state of the target equals the reference's."""
         after = self.last_command
-        snapshot = self._target(f"snapshot() after {after}", self.sut.snapshot)
+        snapshot = self.guarded(f"snapshot() after {after}", self.sut.snapshot)
         self.last_command = after
         reference = self.reference
         for name, target_value, reference_value in (
@@ -257,11 +257,11 @@ class LogConformanceMachine(RuleBasedStateMachine):
         after = self.last_command
         for epoch in range(-1, self.epoch + 2):
             command = f"end_offset_for_epoch({epoch}) after {after}"
-            answer = self._target(command, partial(self.sut.end_offset_for_epoch, epoch))
+            answer = self.guarded(command, partial(self.sut.end_offset_for_epoch, epoch))
             self._agree(command, tuple(answer), self.reference.end_offset_for_epoch(epoch))
         for offset in range(max(0, self.reference.log_start_offset - 1), self.reference.log_end_offset + 1):
             command = f"record_at({offset}) after {after}"
-            found = self._target(command, partial(self.sut.record_at, offset))
+            found = self.guarded(command, partial(self.sut.record_at, offset))
             self._agree(command, found, self.reference.record_at(offset))
         self.last_command = after
 

@@ -52,13 +52,7 @@ from typing import ClassVar, TypeVar
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
-from conformance.guard import (
-    DEFAULT_COMMAND_SECONDS,
-    TargetExitError,
-    TargetHungError,
-    call_target,
-    check_command_seconds,
-)
+from conformance.guard import DEFAULT_COMMAND_SECONDS, check_command_seconds
 from conformance.partition_sut import (
     PartitionUnderTest,
     PartitionView,
@@ -69,6 +63,7 @@ from conformance.partition_sut import (
     spec_config,
     view_of,
 )
+from conformance.target_calls import TargetCalls
 from reference.partition import ReferencePartition
 from spec import partition as spec_partition
 from spec.partition import (
@@ -378,15 +373,11 @@ def first_difference(target: PartitionView, reference: PartitionView) -> tuple[s
 # ---------------------------------------------------------------------------------------
 
 
-class DivergenceError(AssertionError):
-    """The target and the reference disagree, or the reference left the spec."""
-
-
-class PartitionConformanceMachine(RuleBasedStateMachine):
+class PartitionConformanceMachine(TargetCalls[ReplicationSettings], RuleBasedStateMachine):
     """Drives `make_partition(target, settings)` and the reference with the same commands."""
 
     target: ClassVar[str] = "reference"
-    command_seconds: ClassVar[float] = DEFAULT_COMMAND_SECONDS  # per target call (`conformance.guard`)
+    command_seconds: float = DEFAULT_COMMAND_SECONDS  # per target call (`conformance.guard`)
 
     def __init__(self) -> None:
         super().__init__()
@@ -415,41 +406,20 @@ class PartitionConformanceMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         """Release the target's resources (not after a hang: the target is stuck)."""
         if self._sut is not None and not self.hung:
-            self._target("close()", self._sut.close)
+            self.guarded("close()", self._sut.close)
 
     # -- helpers ------------------------------------------------------------------------
 
-    def _fail(self, message: str) -> DivergenceError:
-        lines = [message, f"settings: {self.settings}", "commands (with the reference's answer):"]
-        lines += [f"  {number}. {command}" for number, command in enumerate(self.commands, 1)]
-        return DivergenceError("\n".join(lines))
-
-    def _target(self, command: str, operation: Callable[[], T], usage_errors: bool = False) -> T:
-        """Run `operation` on the target; an exception from it (or `sys.exit`) is a divergence
-        too, and a call that hangs is stopped (`conformance.guard`): `TargetHungError` with the
-        commands so far."""
-        try:
-            return call_target(operation, self.command_seconds, command)
-        except TargetHungError as error:
-            self.hung = True
-            raise TargetHungError(str(self._fail(str(error)))) from None
-        except TargetExitError as error:
-            raise self._fail(str(error)) from None
-        except Exception as error:
-            if usage_errors and isinstance(error, ValueError):
-                raise
-            raise self._fail(f"{command}: the target raised {error!r}") from error
-
     def _compare_views(self, after: str) -> None:
-        view = self._target(f"observe() after {after}", self.sut.observe)
+        view = self.guarded(f"observe() after {after}", self.sut.observe)
         expected = view_of(self.reference.state)
         try:
             difference = first_difference(view, expected)
         except (AttributeError, TypeError) as error:
-            raise self._fail(f"observe() after {after}: not a PartitionView: {error}") from error
+            raise self.fail(f"observe() after {after}: not a PartitionView: {error}") from error
         if difference is not None:
             path, mine, theirs = difference
-            raise self._fail(f"{path} after {after}: target has {mine!r}, reference has {theirs!r}")
+            raise self.fail(f"{path} after {after}: target has {mine!r}, reference has {theirs!r}")
 
     def _check_refinement(self, previous: PartitionState, action: Action, taken: bool, command: str) -> None:
         """The reference's step was a legal spec transition and the invariants in force hold."""
@@ -457,21 +427,21 @@ class PartitionConformanceMachine(RuleBasedStateMachine):
         transition = reference.last_transition
         where = f"{command}: the reference left the spec"
         if transition is None or transition.action != action:
-            raise self._fail(f"{where}: it did not record the action it took")
+            raise self.fail(f"{where}: it did not record the action it took")
         reset = replace(previous, history=replace(previous.history, produce_rejections=0))
         if transition.before not in (previous, reset):
-            raise self._fail(f"{where}: it stepped from a state other than its own")
+            raise self.fail(f"{where}: it stepped from a state other than its own")
         expected = spec_partition.step(reference.config, transition.before, action)
         if expected != transition.after or taken != (expected is not None):
-            raise self._fail(f"{where}: spec.partition.step gives {expected!r}")
+            raise self.fail(f"{where}: spec.partition.step gives {expected!r}")
         if reference.state != (previous if expected is None else expected):
-            raise self._fail(f"{where}: its state is not the one spec.partition.step gives")
+            raise self.fail(f"{where}: its state is not the one spec.partition.step gives")
         for name, holds in spec_partition.STEP_PROPERTIES.items():
             if not holds(previous, reference.state):
-                raise self._fail(f"{command}: the spec's step property {name} does not hold")
+                raise self.fail(f"{command}: the spec's step property {name} does not hold")
         for name in invariants_in_force(self.settings, reference.state.history):
             if not spec_partition.INVARIANTS[name](reference.state):
-                raise self._fail(
+                raise self.fail(
                     f"{command}: the spec's invariant {name} does not hold in the reference's state "
                     f"{reference.state!r}"
                 )
@@ -494,9 +464,9 @@ class PartitionConformanceMachine(RuleBasedStateMachine):
             expected = taken
         self.commands.append(f"{command} -> {expected!r}")
         self._check_refinement(previous, action, taken, command)
-        answer = self._target(command, lambda: perform(self.sut, action, value))
+        answer = self.guarded(command, lambda: perform(self.sut, action, value))
         if answer != expected:
-            raise self._fail(f"{command}: target answered {answer!r}, reference answered {expected!r}")
+            raise self.fail(f"{command}: target answered {answer!r}, reference answered {expected!r}")
         self._compare_views(command)
 
     def _classify_candidates(self) -> None:
@@ -541,7 +511,7 @@ class PartitionConformanceMachine(RuleBasedStateMachine):
         self._kinds = weighted_kinds(emphasis, omitted)
         self._reference = ReferencePartition(spec_config(replication))
         # A ValueError here (not a PartitionUnderTest) is a usage error, not a divergence.
-        self._sut = self._target(
+        self._sut = self.guarded(
             "creating the partition", lambda: make_partition(self.target, replication), usage_errors=True
         )
         self._compare_views("start")

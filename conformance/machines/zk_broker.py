@@ -22,7 +22,6 @@ What it is
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar, TypeVar
 
@@ -31,12 +30,9 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from conformance.guard import (
     DEFAULT_COMMAND_SECONDS,
-    TargetExitError,
-    TargetHungError,
-    call_target,
     check_command_seconds,
 )
-from conformance.machines.controller import DivergenceError, first_difference
+from conformance.target_calls import TargetCalls, first_difference
 from conformance.zk_broker_sut import ZkBrokerUnderTest, make_zk_broker, resolve_zk_broker_target
 from reference.zk_broker import ReferenceZkBroker
 from spec.controller.types import (
@@ -89,51 +85,29 @@ def refinement_broken(
     return None
 
 
-class ZkBrokerPair:
+class ZkBrokerPair(TargetCalls[ZkBrokerSettings]):
     """A target and the reference, given the same commands; every answer and view compared."""
 
     def __init__(self, target: str, settings: ZkBrokerSettings, command_seconds: float) -> None:
         self.settings = settings
         self.command_seconds = command_seconds
         self.hung = False
-        self.commands: list[tuple[Command, object]] = []
+        self.commands: list[str] = []
         self.reference = ReferenceZkBroker(settings)
-        self.sut: ZkBrokerUnderTest = self._target(
+        self.sut: ZkBrokerUnderTest = self.guarded(
             "creating the broker", lambda: make_zk_broker(target, settings), usage_errors=True
         )
-
-    def fail(self, message: str) -> DivergenceError:
-        """A divergence naming the settings and every command so far."""
-        lines = [message, f"settings: {self.settings}", "commands (with the reference's answer):"]
-        lines += [
-            f"  {number}. {command!r} -> {answer!r}"
-            for number, (command, answer) in enumerate(self.commands, 1)
-        ]
-        return DivergenceError("\n".join(lines))
-
-    def _target(self, command: str, operation: Callable[[], T], usage_errors: bool = False) -> T:
-        try:
-            return call_target(operation, self.command_seconds, command)
-        except TargetHungError as error:
-            self.hung = True
-            raise TargetHungError(str(self.fail(str(error)))) from None
-        except TargetExitError as error:
-            raise self.fail(str(error)) from None
-        except Exception as error:
-            if usage_errors and isinstance(error, ValueError):
-                raise
-            raise self.fail(f"{command}: the target raised {error!r}") from error
 
     def run(self, command: Command) -> ControlResponse | None:
         """Give `command` to both, compare the answers and the views, check the reference
         against the spec's properties; the reference's answer."""
         before = self.reference.observe()
         expected = perform(self.reference, command)
-        self.commands.append((command, expected))
+        self.commands.append(f"{command!r} -> {expected!r}")
         broken = refinement_broken(before, command, expected, self.reference.observe())
         if broken is not None:
             raise self.fail(f"{command!r}: the reference breaks the spec's {broken}")
-        answer, view = self._target(
+        answer, view = self.guarded(
             type(command).__name__, lambda: (perform(self.sut, command), self.sut.observe())
         )
         if answer != expected:
@@ -149,7 +123,7 @@ class ZkBrokerConformanceMachine(RuleBasedStateMachine):
     """Drives `make_zk_broker(target, settings)` and the reference with the same commands."""
 
     target: ClassVar[str] = "reference"
-    command_seconds: ClassVar[float] = DEFAULT_COMMAND_SECONDS
+    command_seconds: float = DEFAULT_COMMAND_SECONDS
 
     def __init__(self) -> None:
         super().__init__()
