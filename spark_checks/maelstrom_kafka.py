@@ -50,14 +50,16 @@ in its source of randomness):
   `:exceptions` (always valid).
 
 Dialect detection (`--model auto`): an EDN Kafka history without `txn` or `subscribe`
-operations whose keys (in sends, polls and assigns) are all strings is Maelstrom's (Jepsen's
-own Kafka workload, and every Jepsen Kafka test, uses integer keys). `--model
+operations whose keys (in sends, polls and assigns) are all integers written as strings is
+Maelstrom's (Jepsen's Kafka workload uses integer keys, its unit tests keywords such as `:x`,
+which the EDN reader reads as the string "x"). `--model
 maelstrom-kafka` selects it for any format. The dialect is carried as conventions of a
 `kafka` plan (`dialect`, `sub_via`, `unseen`), so both engines run it unchanged.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
@@ -103,8 +105,10 @@ def resolve(
 
 
 def looks_like_maelstrom(sample: Iterable[Operation]) -> bool:
-    """A Kafka history of single sends, polls and assigns whose keys are all strings, with
-    at least one key: how Maelstrom's kafka workload records them (see the module docstring)."""
+    """A Kafka history of sends, polls and assigns whose keys are all integers written as
+    strings ("0", "17"), with at least one key: how Maelstrom's kafka workload records them
+    (see the module docstring). Jepsen's Kafka tests use integer keys and its unit tests
+    keywords (`:x`, read as "x"), neither of which is taken for Maelstrom's."""
     keys = 0
     for operation in sample:
         if operation.f in ("txn", "subscribe"):
@@ -116,8 +120,13 @@ def looks_like_maelstrom(sample: Iterable[Operation]) -> bool:
     return keys > 0
 
 
+_LONG_TEXT: Final = re.compile(r"-?(?:0|[1-9][0-9]*)")
+"""A key as Maelstrom writes it: Clojure's `str` of Jepsen's integer key (its generator turns
+them back with `parse-long`)."""
+
+
 def _keys(operation: Operation) -> list[Any] | None:
-    """The string keys an operation names; None if it names one that is not a string."""
+    """The keys an operation names; None if one is not an integer written as a string."""
     value = operation.value
     found: list[Any] = []
     if operation.f == "assign" and isinstance(value, list):
@@ -130,7 +139,7 @@ def _keys(operation: Operation) -> list[Any] | None:
                 found.append(micro[1])
             elif micro[0] == "poll" and len(micro) > 1 and isinstance(micro[1], dict):
                 found.extend(micro[1])
-    return found if all(isinstance(key, str) for key in found) else None
+    return found if all(isinstance(key, str) and _LONG_TEXT.fullmatch(key) for key in found) else None
 
 
 def stats(calls: Iterable[Call]) -> dict[str, JsonValue]:

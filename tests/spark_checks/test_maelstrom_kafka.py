@@ -192,16 +192,18 @@ def test_a_flag_still_overrides_the_dialect() -> None:
     assert anomaly_types(report) == {"nonmonotonic-poll"}
 
 
-def test_jepsen_kafka_histories_are_not_taken_for_maelstrom(tmp_path: Path) -> None:
-    # Jepsen's own Kafka workload keys are integers.
+@pytest.mark.parametrize("key", ["{}", ":k{}"], ids=["integer", "keyword"])
+def test_jepsen_kafka_histories_are_not_taken_for_maelstrom(tmp_path: Path, key: str) -> None:
+    # Jepsen's Kafka workload keys are integers; its unit tests' are keywords.
     text = (DATA / "valid.edn").read_text()
-    for key in ("1", "2", "3"):
-        text = text.replace(f'"{key}"', key)
+    for name in ("1", "2", "3"):
+        text = text.replace(f'"{name}"', key.format(name))
     path = tmp_path / "jepsen.edn"
     path.write_text(text)
     report = verify_history(path, VerifyOptions(engine="local"))
     assert report.model == "kafka"
     assert "dialect" not in report.conventions
+    assert report.verdict is Verdict.VALID
 
 
 # ---------------------------------------------------------------------------------------
@@ -220,6 +222,10 @@ def test_looks_like_maelstrom() -> None:
     nemesis = op(3, "nemesis", "info", "start-partition", "majority")
     assert maelstrom_kafka.looks_like_maelstrom([send, poll, assign, nemesis])
     assert not maelstrom_kafka.looks_like_maelstrom([op(0, 0, "invoke", "send", [["send", 1, 5]])])
+    # A keyword key (Jepsen's unit tests: [:send :x 1]) reads as "x": not Maelstrom's.
+    assert not maelstrom_kafka.looks_like_maelstrom([op(0, 0, "invoke", "send", [["send", "x", 5]])])
+    assert not maelstrom_kafka.looks_like_maelstrom([op(0, 0, "invoke", "send", [["send", "01", 5]])])
+    assert maelstrom_kafka.looks_like_maelstrom([op(0, 0, "invoke", "send", [["send", "-3", 5]])])
     assert not maelstrom_kafka.looks_like_maelstrom([op(0, 0, "ok", "poll", [["poll", {}]])])  # no key yet
     assert not maelstrom_kafka.looks_like_maelstrom([send, op(1, 0, "invoke", "subscribe", ["1"])])
     assert not maelstrom_kafka.looks_like_maelstrom([send, op(1, 0, "invoke", "txn", [["poll"]])])
