@@ -39,6 +39,7 @@ from spark_checks.batch import (
 from spark_checks.batch import exit_code as batch_exit_code
 from spark_checks.checking import MODEL_NAMES, Budget
 from spark_checks.engine import ENGINES, HistoryReport, VerifyOptions, choose_engine, verify_history
+from spark_checks.explain import Lookup
 from spark_checks.history import HistoryError, Operation, Whereabouts
 from spark_checks.linearizability import DEFAULT_MAX_MEMORY_BYTES
 from spark_checks.parallel import WorkerPool, available_cores
@@ -719,6 +720,7 @@ def _print_reports(
     console: Console,
     extra_json: dict[str, Any] | None = None,
     printed: bool = False,
+    lookups: list[Lookup | None] | None = None,
 ) -> int:
     """Print the reports (text, unless `printed` already, or JSON with `extra_json`'s keys),
     write the HTML report; the exit code of the verdicts."""
@@ -727,7 +729,7 @@ def _print_reports(
         windows = [r.history if r.history is not None else list(_window(r)) for r in reports]
         report_text = html_report(reports, windows)
     if as_json:
-        click.echo(json.dumps({**report_json(reports), **(extra_json or {})}, indent=2))
+        click.echo(json.dumps({**report_json(reports, lookups), **(extra_json or {})}, indent=2))
     elif not printed:
         for line in text_summary(reports):
             console.print(line, highlight=False, markup=False)
@@ -773,7 +775,7 @@ def _verify_many(
             elif as_json:
                 continue
             elif done.report is not None:
-                for line in text_summary([done.report]):
+                for line in text_summary([done.report], [done.lookup]):
                     console.print(line, highlight=False, markup=False)
             else:
                 console.print(f"{done.path}: UNKNOWN ({done.unfinished})", highlight=False, markup=False)
@@ -807,7 +809,8 @@ def _verify_many(
         ],
     }
     reports = [outcome.report for outcome in outcomes if outcome.report is not None]
-    _print_reports(reports, report_path, as_json, console, extra, printed=True)
+    lookups = [outcome.lookup for outcome in outcomes if outcome.report is not None]
+    _print_reports(reports, report_path, as_json, console, extra, printed=True, lookups=lookups)
     if not as_json:
         console.print(summary, highlight=False, markup=False)
     return batch_exit_code(counts)

@@ -173,6 +173,8 @@ class SequentialModel(Protocol[S]):
 
 def freeze(value: Any) -> Hashable:
     """A hashable copy of a JSON-like value: lists to tuples, dicts to sorted item tuples."""
+    if value.__class__ in _SCALARS:  # most values of a history: no isinstance chain
+        return cast(Hashable, value)
     if isinstance(value, list | tuple):
         return tuple(freeze(item) for item in value)
     if isinstance(value, dict):
@@ -180,6 +182,10 @@ def freeze(value: Any) -> Hashable:
     if isinstance(value, set | frozenset):
         return frozenset(freeze(item) for item in value)
     return cast(Hashable, value)
+
+
+_SCALARS: Final = frozenset({int, str, float, bool, type(None)})
+"""The classes `freeze` returns as they are (immutable, hashable)."""
 
 
 def _value(value: Any) -> Hashable:
@@ -199,7 +205,9 @@ def _name(value: Any) -> Any:
 
 
 def _outcome(call: CallLike) -> Observed:
-    return cast(Observed, call.outcome.value)
+    # `_value_`, not `value`: the same string without the enum property's descriptor call
+    # (once per call of every history).
+    return cast(Observed, call.outcome._value_)
 
 
 def _unsupported(model: str, call: CallLike) -> ValueError:

@@ -25,9 +25,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from spark_checks.engine import HistoryReport, VerifyOptions, verify_history
+from spark_checks.explain import Lookup
 from spark_checks.history import HistoryError, Verdict, Whereabouts
 from spark_checks.parallel import Stop, StopKind, Task, TaskContext, WorkerPool, searches_budget, stop_reason
 from spark_checks.readers import EXTENSIONS
+from spark_checks.report import sentence_lookup
 
 HISTORY_EXTENSIONS = tuple(sorted(EXTENSIONS))
 """The extensions of the files a directory argument stands for."""
@@ -46,6 +48,10 @@ class FileOutcome:
     report: HistoryReport | None = None
     problem: str | None = None
     unfinished: str | None = None
+    lookup: Lookup | None = None
+    """The calls the report's sentences name (`report.sentence_lookup`), found where the file
+    was verified: an invalid history is otherwise read again by the printing process, one
+    file after another."""
 
     @property
     def verdict(self) -> Verdict | None:
@@ -246,7 +252,7 @@ def _verify_file(job: _FileJob, path: str, context: TaskContext) -> FileOutcome:
         return FileOutcome(path, problem=bad_input_message(path, error))
     except (ValueError, FileExistsError) as error:
         return FileOutcome(path, problem=bad_input_message(path, error))
-    return FileOutcome(path, report=report)
+    return FileOutcome(path, report=report, lookup=sentence_lookup(report))
 
 
 def _size(path: str) -> int:

@@ -54,11 +54,18 @@ KV_SHAPE: Final = '{:process p, :type :invoke|:ok, :f :get|:put|:append, :key "k
 _ETCD_LINE = re.compile(
     r"INFO\s+jepsen\.util\s+-\s+(-?\d+|:[^\s:]+)\s+(:[a-z]+)\s+(:[^\s]+)(?:\s+(.*?))?\s*",
 )
+_KV_LINE = re.compile(
+    r'\{:process (-?\d{1,18}), :type :(invoke|ok), :f :(get|put|append), :key "([^"\\]*)", '
+    r':value (?:nil|"([^"\\]*)")\}\s*'
+)
+"""A kv line exactly as Porcupine writes them, with strings free of escapes: read without the
+general EDN reader (5x faster); any other line goes through it."""
+_KEYWORD_TYPES: Final = {f":{t.value}": t for t in OpType}
 _INT = re.compile(r"-?\d+")
 _PAIR = re.compile(r"\[\s*(-?\d+|nil)[\s,]+(-?\d+|nil)\s*\]")
 
 
-def _etcd_value(text: str | None, position: Position) -> tuple[Any, bool]:
+def _etcd_value(text: str | None, name: str, line: int) -> tuple[Any, bool]:
     """(value, is_error_marker): fast paths for nil/int/[a b], else any single EDN form."""
     if text is None or text == "nil":
         return None, False
@@ -69,6 +76,7 @@ def _etcd_value(text: str | None, position: Position) -> tuple[Any, bool]:
         return [None if g == "nil" else int(g) for g in pair.groups()], False
     if text.startswith(":"):
         return text[1:], True
+    position = Position(name, line=line)
     try:
         # Inside a vector of its own: a top-level vector's elements would be handed on one by one.
         forms = [
@@ -86,11 +94,18 @@ def _etcd_value(text: str | None, position: Position) -> tuple[Any, bool]:
 
 def read_etcd_log(path: str | os.PathLike[str]) -> Iterator[Operation]:
     """Stream the operations of a Porcupine etcd Jepsen log."""
-    return (operation for operation, _ in etcd_log_positions(path))
+    return (operation for operation, _ in _etcd_operations(path))
 
 
 def etcd_log_positions(path: str | os.PathLike[str]) -> Iterator[tuple[Operation, Position]]:
     """The operations of a Porcupine etcd Jepsen log, each with its line."""
+    name = display_name(path)
+    return ((operation, Position(name, line=line)) for operation, line in _etcd_operations(path))
+
+
+def _etcd_operations(path: str | os.PathLike[str]) -> Iterator[tuple[Operation, int]]:
+    """The operations of a Porcupine etcd Jepsen log, each with its line number (a `Position`
+    is made only for an error: making one per line cost a third of the reading)."""
     name = display_name(path)
     with _open_lines(path, name) as lines:
         ordinal = 0
@@ -98,38 +113,58 @@ def etcd_log_positions(path: str | os.PathLike[str]) -> Iterator[tuple[Operation
             text = _decode_line(raw, name, line_number)
             if not text or text.isspace():
                 continue
-            position = Position(name, line=line_number)
             match = _ETCD_LINE.fullmatch(text.rstrip("\r\n"))
             if match is None:
                 raise HistoryError(
-                    position, f"unknown Porcupine line shape: expected {ETCD_SHAPE!r}; got {_clip(text)!r}"
+                    Position(name, line=line_number),
+                    f"unknown Porcupine line shape: expected {ETCD_SHAPE!r}; got {_clip(text)!r}",
                 )
             raw_process, raw_type, raw_f, raw_value = match.groups()
             try:
                 process: int | str = int(raw_process) if raw_process[0] != ":" else raw_process[1:]
-                op_type = parse_type(raw_type, position)
-                value, is_marker = _etcd_value(raw_value, position)
+                op_type = _KEYWORD_TYPES.get(raw_type) or parse_type(
+                    raw_type, Position(name, line=line_number)
+                )
+                value, is_marker = _etcd_value(raw_value, name, line_number)
             except ValueError as error:  # an integer beyond int()'s digit limit
-                raise HistoryError(position, f"expected {ETCD_SHAPE!r}: {error}") from None
+                raise HistoryError(
+                    Position(name, line=line_number), f"expected {ETCD_SHAPE!r}: {error}"
+                ) from None
             if is_marker and (op_type is OpType.FAIL or op_type is OpType.INFO):
                 op_type, value = OpType.INFO, None  # e.g. :timed-out: the outcome is unknown
-            yield Operation(index=ordinal, process=process, type=op_type, f=raw_f[1:], value=value), position
+            yield (
+                Operation(index=ordinal, process=process, type=op_type, f=raw_f[1:], value=value),
+                line_number,
+            )
             ordinal += 1
 
 
 def read_kv_log(path: str | os.PathLike[str]) -> Iterator[Operation]:
     """Stream the operations of a Porcupine kv log (one EDN map per line)."""
-    return (operation for operation, _ in kv_log_positions(path))
+    return (operation for operation, _ in _kv_operations(path))
 
 
 def kv_log_positions(path: str | os.PathLike[str]) -> Iterator[tuple[Operation, Position]]:
     """The operations of a Porcupine kv log, each with its line."""
+    name = display_name(path)
+    return ((operation, Position(name, line=line)) for operation, line in _kv_operations(path))
+
+
+def _kv_operations(path: str | os.PathLike[str]) -> Iterator[tuple[Operation, int]]:
+    """The operations of a Porcupine kv log, each with its line number."""
     name = display_name(path)
     with _open_lines(path, name) as lines:
         ordinal = 0
         for line_number, raw in enumerate(lines, 1):
             text = _decode_line(raw, name, line_number)
             if not text or text.isspace():
+                continue
+            plain = _KV_LINE.fullmatch(text)
+            if plain is not None:  # Porcupine's own shape, no escapes: what the EDN reader would give
+                process, op_type, f, key, value = plain.groups()
+                fields = {"process": int(process), "type": op_type, "f": f, "key": key, "value": value}
+                yield make_operation(fields, ordinal, name, line_number, f"expected {KV_SHAPE}"), line_number
+                ordinal += 1
                 continue
             position = Position(name, line=line_number)
             try:
@@ -142,7 +177,7 @@ def kv_log_positions(path: str | os.PathLike[str]) -> Iterator[tuple[Operation, 
                 raise HistoryError(
                     position, f"unknown Porcupine kv line shape: expected {KV_SHAPE}; got {_clip(text)!r}"
                 )
-            yield make_operation(forms[0], ordinal, name, line_number, f"expected {KV_SHAPE}"), position
+            yield make_operation(forms[0], ordinal, name, line_number, f"expected {KV_SHAPE}"), line_number
             ordinal += 1
 
 
