@@ -1,7 +1,12 @@
 """`kafkaspec verify` at scale: Spark vs just reading the file, the local engine, driver memory.
 
 Usage: python -m bench.verify_scale [--sizes 100000,1000000,10000000] [--keys 1000] [--folder DIR]
-                                    [--local-max 2000000] [--master URL]
+                                    [--local-max 2000000] [--master URL] [--shape bench|jepsen]
+
+`--shape jepsen` generates histories shaped like Jepsen's Kafka workload instead of the bench's
+own: 64 keys (unless `--keys` is given), 20 processes (10 producers, 10 consumers), polls of up
+to 500 records per key, and Jepsen's final polls, in which every thread reads every key from
+offset 0 in as few polls as it can (the last lines hold the whole topic: megabytes each).
 
 Generating the 10^7-operation history (1.3 GB) takes about 5 minutes once; later runs reuse it.
 
@@ -115,14 +120,27 @@ def timed(action: Callable[[], T]) -> tuple[float, T]:
     return time.perf_counter() - started, value
 
 
-def history_file(folder: Path, operations: int, keys: int) -> Path:
-    path = folder / f"kafka-{operations}-ops-{keys}-keys.jsonl"
+JEPSEN_SHAPE = {
+    "producers": 10,
+    "consumers": 10,
+    "max_batch": 500,
+    "final_polls": "from-start",
+    "final_batch": None,
+}
+"""`HistoryGenerator` options for Jepsen-shaped histories (`jepsen.tests.kafka`'s workload)."""
+
+
+def history_file(folder: Path, operations: int, keys: int, shape: str = "bench") -> Path:
+    suffix = "" if shape == "bench" else f"-{shape}"
+    path = folder / f"kafka-{operations}-ops-{keys}-keys{suffix}.jsonl"
+    options = JEPSEN_SHAPE if shape == "jepsen" else {}
     if not path.exists():
         started = time.perf_counter()
         unfinished = path.with_suffix(".partial")
         unfinished.unlink(missing_ok=True)
         write_jsonl(
-            unfinished, generate_history(operations // 2, keys, seed=operations, anomalies=["lost-write"])
+            unfinished,
+            generate_history(operations // 2, keys, seed=operations, anomalies=["lost-write"], **options),
         )
         unfinished.rename(path)
         megabytes = path.stat().st_size / 1e6
@@ -133,15 +151,17 @@ def history_file(folder: Path, operations: int, keys: int) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100000,1000000,10000000")
-    parser.add_argument("--keys", type=int, default=1000)
+    parser.add_argument("--keys", type=int, default=None, help="1000 (bench shape) or 64 (jepsen)")
     parser.add_argument("--folder", type=Path, default=Path("/tmp/kafkaspec-bench"))
     parser.add_argument("--local-max", type=int, default=2_000_000)
     parser.add_argument("--master", default=None)
+    parser.add_argument("--shape", choices=("bench", "jepsen"), default="bench")
     arguments = parser.parse_args()
+    keys = arguments.keys or (64 if arguments.shape == "jepsen" else 1000)
     sizes = [int(size) for size in arguments.sizes.split(",")]
     arguments.folder.mkdir(parents=True, exist_ok=True)
     print(f"{os.cpu_count()} cores; histories in {arguments.folder}")
-    files = {size: history_file(arguments.folder, size, arguments.keys) for size in sizes}
+    files = {size: history_file(arguments.folder, size, keys, arguments.shape) for size in sizes}
 
     spark = spark_session(arguments.master, history_bytes=max(path.stat().st_size for path in files.values()))
     # Start-up costs are not part of any measurement: the JVM's, the first job's, and the

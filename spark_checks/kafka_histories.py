@@ -17,11 +17,19 @@ offsets stay empty) or end indeterminate (`info`: applied or not); each key is a
 consumer, which polls it in order and, at the end, until it has read everything; consumers may
 run transactions that poll and send (`txn_share`); `crash` ops and every `info` completion
 give the thread a new process, which assigns itself again, as Jepsen does.
+
+Jepsen's own final polls (`final_polls="from-start"`, `jepsen.tests.kafka/final-polls`): at
+the end every thread, producers too, crashes its client, assigns itself every key with
+`:seek-to-beginning? true` and polls until it has read every key from offset 0, up to
+`final_batch` records per key per poll (None: no limit, so one poll line holds the whole
+topic, as in real Jepsen histories whose last line is megabytes long). `max_batch` bounds
+the records per key of an ordinary poll; Jepsen's consumers take hundreds at a time.
 """
 
 from __future__ import annotations
 
 import random
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
@@ -260,12 +268,16 @@ class HistoryGenerator:
         fail_share: float = 0.01,
         info_share: float = 0.01,
         max_batch: int = 8,
+        final_polls: str = "rest",
+        final_batch: int | None = 256,
     ) -> None:
         unknown = set(anomalies) - set(INJECTABLE_ANOMALIES)
         if unknown:
             raise ValueError(f"cannot inject {sorted(unknown)}; choose from {list(INJECTABLE_ANOMALIES)}")
         if n_keys < 1 or producers < 1 or consumers < 1:
             raise ValueError("need at least one key, one producer and one consumer")
+        if final_polls not in ("rest", "from-start"):
+            raise ValueError(f"final_polls must be 'rest' or 'from-start', not {final_polls!r}")
         self.n_calls = n_calls
         self.n_keys = n_keys
         self.seed = seed
@@ -277,6 +289,8 @@ class HistoryGenerator:
         self.fail_share = fail_share
         self.info_share = info_share
         self.max_batch = max_batch
+        self.final_polls = final_polls
+        self.final_batch = final_batch
         self.injected: dict[str, dict[str, JsonValue]] = {}
 
     def __iter__(self) -> Iterator[Operation]:
@@ -584,9 +598,50 @@ class _Run:
         yield self._op(0, OpType.OK, "send", [["send", key, [offset, value]]])
 
     def _final(self) -> Iterator[Operation]:
-        """Jepsen's final polls: every consumer reads everything left; then the unseen send."""
+        """The final polls: every consumer reads everything left (or, with
+        `final_polls="from-start"`, every thread reads every key from the start, as Jepsen's
+        `final-polls` does); then the unseen send."""
         for key in self.lost_keys:  # a later value, so the lost one is below what is read
             yield from self._sequential_send(key)
+        if self.spec.final_polls == "from-start":
+            yield from self._final_from_start()
+        else:
+            yield from self._final_rest()
+        if "unseen" in self.spec.anomalies:
+            key = self.below(self.keys)
+            self.spec.injected["unseen"] = {"key": str(key), "offset": self.high[key]}
+            yield from self._sequential_send(key)
+
+    def _final_from_start(self) -> Iterator[Operation]:
+        """Each thread: crash (a new process), assign every key seeking to the beginning, poll
+        until every key is read to its end."""
+        every_key = list(range(self.keys))
+        for thread in range(self.threads):
+            yield self._op(thread, OpType.INVOKE, "crash", None)
+            yield self._op(thread, OpType.INFO, "crash", None)
+            self._new_process(thread)
+            self.needs_assign[thread] = False
+            yield self._op(thread, OpType.INVOKE, "assign", list(every_key))
+            yield self._op(thread, OpType.OK, "assign", list(every_key))
+            positions = [0] * self.keys
+            while any(positions[key] < self.high[key] for key in every_key):
+                yield self._op(thread, OpType.INVOKE, "poll", [["poll"]])
+                reads: dict[str, JsonValue] = {}
+                for key in every_key:
+                    at, high = positions[key], self.high[key]
+                    pairs: list[JsonValue] = []
+                    limit = self.spec.final_batch
+                    while at < high and (limit is None or len(pairs) < limit):
+                        if self.valued(key, at):
+                            pairs.append([at, self.value(key, at)])
+                        at += 1
+                    positions[key] = at
+                    if pairs:
+                        reads[str(key)] = pairs
+                yield self._op(thread, OpType.OK, "poll", [["poll", reads]])
+
+    def _final_rest(self) -> Iterator[Operation]:
+        """Every consumer reads what is left of its keys."""
         for thread in range(self.spec.producers, self.threads):
             if self.needs_assign[thread]:
                 yield self._op(thread, OpType.INVOKE, "assign", list(self.assigned[thread]))
@@ -594,9 +649,6 @@ class _Run:
                 yield self._op(thread, OpType.OK, "assign", list(self.assigned[thread]))
             while any(self.position[key] < self.high[key] for key in self.assigned[thread]):
                 yield self._op(thread, OpType.INVOKE, "poll", [["poll"]])
-                reads = self._read(thread, len(self.assigned[thread]), 256)
+                batch = sys.maxsize if self.spec.final_batch is None else self.spec.final_batch
+                reads = self._read(thread, len(self.assigned[thread]), batch)
                 yield self._op(thread, OpType.OK, "poll", [["poll", reads]])
-        if "unseen" in self.spec.anomalies:
-            key = self.below(self.keys)
-            self.spec.injected["unseen"] = {"key": str(key), "offset": self.high[key]}
-            yield from self._sequential_send(key)
