@@ -10,11 +10,24 @@ from spark_checks import kafka_checker
 from spark_checks.history import OpType, Verdict, pair_calls
 from spark_checks.kafka_histories import HistoryGenerator
 
-JEPSEN = {"producers": 3, "consumers": 3, "max_batch": 500, "final_polls": "from-start", "final_batch": None}
+
+def jepsen_shaped(n_calls: int, seed: int, anomalies: tuple[str, ...] = ()) -> HistoryGenerator:
+    """Three producers and three consumers over eight keys, Jepsen's final polls."""
+    return HistoryGenerator(
+        n_calls,
+        8,
+        seed,
+        anomalies,
+        producers=3,
+        consumers=3,
+        max_batch=500,
+        final_polls="from-start",
+        final_batch=None,
+    )
 
 
 def test_the_final_polls_read_every_key_from_the_start() -> None:
-    generator = HistoryGenerator(600, 8, seed=3, **JEPSEN)
+    generator = jepsen_shaped(600, 3)
     operations = list(generator)
     threads = 6
     crashes = [op for op in operations[-400:] if op.f == "crash" and op.type is OpType.INFO]
@@ -36,14 +49,14 @@ def test_the_final_polls_read_every_key_from_the_start() -> None:
 
 
 def test_a_jepsen_shaped_history_is_valid() -> None:
-    calls = pair_calls(iter(HistoryGenerator(1500, 8, seed=5, **JEPSEN)))
+    calls = pair_calls(iter(jepsen_shaped(1500, 5)))
     result = kafka_checker.check_kafka(calls)
     assert result.verdict is Verdict.VALID, result.evidence["anomaly_counts"]
 
 
 @pytest.mark.parametrize("anomaly", ["lost-write", "duplicate"])
 def test_an_injected_anomaly_is_found_in_a_jepsen_shaped_history(anomaly: str) -> None:
-    generator = HistoryGenerator(1500, 8, seed=5, anomalies=[anomaly], **JEPSEN)
+    generator = jepsen_shaped(1500, 5, (anomaly,))
     result = kafka_checker.check_kafka(list(pair_calls(iter(generator))))
     assert anomaly in generator.injected
     assert result.verdict is Verdict.INVALID
