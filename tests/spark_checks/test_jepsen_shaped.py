@@ -37,10 +37,10 @@ def test_the_final_polls_read_every_key_from_the_start() -> None:
     sent: dict[str, set[int]] = {}
     for op in operations:
         if op.f == "send" and op.type is OpType.OK:
-            for _, key, (offset, _value) in op.value:  # type: ignore[misc]
+            for _, key, (offset, _value) in op.value:
                 sent.setdefault(str(key), set()).add(offset)
     last_poll = next(op for op in reversed(operations) if op.f == "poll" and op.type is OpType.OK)
-    reads = last_poll.value[0][1]  # type: ignore[index]
+    reads = last_poll.value[0][1]
     # one poll with no limit reads every key from offset 0 to its end
     for key, offsets in sent.items():
         polled = [offset for offset, _ in reads[key]]
