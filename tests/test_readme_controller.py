@@ -130,3 +130,24 @@ def test_the_witness_the_walkthrough_cites_is_reached(capsys: pytest.CaptureFixt
     )
     assert code == 0
     assert "shows: the partition remembers its last known leader" in out
+
+
+def test_every_controller_scenario_is_in_the_readme() -> None:
+    """Named in full, as the second of a `name-a` / `-b` pair, or as `<scenario>-on-kraft|zk`."""
+    from spec.scenarios import SCENARIOS
+
+    text = README.read_text()
+    controller = text[text.index("### The KRaft controller") : text.index("## Reading a counterexample")]
+    shorthand = set(re.findall(r"`(-[a-z0-9-]+)`", controller))
+    for scenario in SCENARIOS:
+        if scenario.machine not in MACHINES:
+            continue
+        name = scenario.name
+        composed = re.fullmatch(r"(.+)-on-(kraft|zk)", name)
+        if composed and scenario.machine is REPLICATION_WITH_CONTROLLER:
+            assert "`<scenario>-on-kraft`, `<scenario>-on-zk`" in controller
+            continue
+        paired = any(
+            name.endswith(suffix) and f"`{name[: -len(suffix)]}" in controller for suffix in shorthand
+        )
+        assert f"`{name}`" in controller or paired, name
