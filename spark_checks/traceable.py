@@ -182,8 +182,9 @@ def decide(
 
     `model_name` is one of kv, register, cas-register (anything else falls back); `initial` is the
     model's initial state and `step` its transition function, used to replay a valid verdict's
-    linearization. Past `stop_at` (a `time.perf_counter()` instant) no further attribution is
-    tried: the answer is a `Fallback` saying so (the caller's search then answers unknown).
+    linearization. Past `stop_at` (a `time.perf_counter()` instant, looked at before each read value
+    is decoded and between attributions) the answer is a `Fallback` saying so (the caller's search then
+    answers unknown at once).
     """
     shape = _shape(model_name, prepared, initial)
     if isinstance(shape, Fallback):
@@ -192,7 +193,7 @@ def decide(
     def named(position: int) -> str:
         return f"{_brief(describe(position), 80)} (invoked at #{prepared.invoke[position]})"
 
-    decoded = _decode_reads(shape, prepared, initial, named)
+    decoded = _decode_reads(shape, prepared, initial, named, stop_at)
     if not isinstance(decoded, dict):
         return decoded
     attributions = _attributions(shape, decoded, named)
@@ -286,7 +287,7 @@ _Decoded = tuple[int, tuple[int, ...]]  # (base position or _INITIAL, append pos
 
 
 def _decode_reads(
-    shape: _Shape, prepared: Prepared, initial: Hashable, describe: Describe
+    shape: _Shape, prepared: Prepared, initial: Hashable, describe: Describe, stop_at: float = math.inf
 ) -> dict[int, _Tokens] | Decision | Fallback:
     """Every read's decoding, or the first read with none (invalid), or an ambiguity (fallback).
 
@@ -315,12 +316,14 @@ def _decode_reads(
     earliest_append = {value: min(invoke[p] for p in positions) for value, positions in shape.appends.items()}
     cache: dict[str, list[_Tokens]] = {}
     decoded: dict[int, _Tokens] = {}
-    for position in shape.reads:
+    for number, position in enumerate(shape.reads):
         value = shape.read_value[position]
         if not isinstance(value, str):
             return Fallback(f"{describe(position)} returned a value that is not a string")
         found = cache.get(value)
         if found is None:
+            if time.perf_counter() > stop_at:
+                return Fallback(f"time budget exhausted after decoding {number} of {len(shape.reads)} reads")
             found = _decode(value, initial, shape, append_lengths, base_lengths)
             cache[value] = found
         if len(found) >= _DECODINGS_KEPT:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -417,6 +418,30 @@ def test_the_explanation_quotes_the_reason() -> None:
 # ---------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class PreparedCalls:
+    """`traceable.Prepared` built here, for calling `traceable.decide` directly."""
+
+    inputs: list[Any]
+    outputs: list[Any]
+    outcomes: list[Any]
+    invoke: list[int]
+    complete: list[int | None]
+
+    @classmethod
+    def of(cls, calls: list[Call]) -> PreparedCalls:
+        model = KeyValue()
+        rows = [(call, model.prepare(call, {"nil_read": "unconstrained"})) for call in calls]
+        kept = sorted(((call, p) for call, p in rows if p is not None), key=lambda row: row[0].invoke_index)
+        return cls(
+            [p[0] for _, p in kept],
+            [p[1] for _, p in kept],
+            [p[2] for _, p in kept],
+            [call.invoke_index for call, _ in kept],
+            [call.complete_index if call.outcome.value == "ok" else None for call, _ in kept],
+        )
+
+
 def fallback_of(calls: list[Call], model: str = "kv", conventions: Any = None) -> str:
     result = decided(calls, model, conventions)
     assert result.evidence["method"] == "search"
@@ -516,7 +541,9 @@ def test_repeated_values_told_apart_by_where_the_reads_saw_them() -> None:
     assert replays(calls, result, KeyValue(), KV)
 
 
-def test_the_time_budget_is_kept_between_attributions() -> None:
+def test_the_time_budget_is_kept_while_decoding_and_between_attributions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # The first attribution gives the reads after "<p>" the "<a>" appended after "<q>": it fails,
     # and with no time left the second is not tried; the search answers unknown at once.
     events: list[Event] = []
@@ -528,7 +555,14 @@ def test_the_time_budget_is_kept_between_attributions() -> None:
     assert decided(calls).verdict is Verdict.VALID
     late = check_partition(calls, "kv", KV, deadline=time.time() - 1)
     assert late.verdict is Verdict.UNKNOWN
-    assert late.evidence["traceable_fallback"] == "time budget exhausted after 1 of 2 attributions"
+    assert late.evidence["traceable_fallback"] == "time budget exhausted after decoding 0 of 2 reads"
+    # Time runs out after decoding: the clock is read before each of the two reads is decoded,
+    # then after the first attribution fails.
+    readings = iter([0.0, 0.0, 10.0])
+    monkeypatch.setattr(time, "perf_counter", lambda: next(readings, 10.0))
+    prepared = PreparedCalls.of(calls)
+    outcome = traceable.decide("kv", prepared, "", KeyValue().step, str, stop_at=5.0)
+    assert outcome == traceable.Fallback("time budget exhausted after 1 of 2 attributions")
 
 
 def test_fallback_on_too_many_attributions(monkeypatch: pytest.MonkeyPatch) -> None:
