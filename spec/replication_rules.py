@@ -66,6 +66,14 @@ Follower high watermark: what a follower does with the HW in its truncation answ
     `diverging-epoch`           KAFKA-14704's fix (Kafka 3.4.1, 3.5): truncate first, then
                                 apply the HW.
 
+Leader high watermark: when the leader's HW may advance
+    The partition spec has one rule: HW := max(HW, min LEO over the ISR), where a follower
+    counts only once it fetched in the leader's epoch (KIP-320's rule 3 in Kip320.tla; with
+    `fetch.fencing` other than `kip-320` a follower on an older epoch counts too). The KRaft
+    controller's model adds two named rules: the HW waits for the maximal ISR (KIP-497,
+    `leader.isr`) and advances only while the ISR reaches min ISR (KIP-966, KAFKA-15583,
+    `high.watermark`).
+
 Election: whom the controller may elect (`unclean.leader.election.enable`)
     `clean`    only an ISR member; the partition goes offline when none is alive.
     `unclean`  any live replica when no ISR member is: committed records can be lost. (The
