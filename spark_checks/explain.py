@@ -10,12 +10,12 @@ T1, the call that cannot be placed), and the key, offsets and values, so that th
 can label them on its timeline and in its per-key view, and `kafkaspec verify` prints the same
 sentences (text) or lists them (`--json`, "explanations").
 
-A call is named by its process, function and history indices: "send by process 0 (#2-#3)"
+A call is named by its process, function and history indices: "process 0's send (#2-#3)"
 is the call invoked at index 2 of the history and completed at index 3.
 
 For linearizability (Wing & Gong / Lowe's search, as Porcupine and Knossos report it) the
 sentence says which call no order explains and what the model holds after the longest
-linearizable prefix: "no order of the calls explains read -> 2 by process 4 (#168-#170):
+linearizable prefix: "no order of the calls explains read -> 2 by process 11 (#84-#85):
 after the longest linearizable prefix (43 of 85 calls) the register holds 0". The evidence
 names calls by invocation index only; the process comes from the history when it is at hand
 (`lookup`), and is left out otherwise.
