@@ -88,6 +88,10 @@ The procedure
     * Repeated values: every linearization attributes the places the reads saw to writes in one
       of the ways enumerated, and the procedure is exact for each, so "valid iff some attribution
       is" holds; a write of a repeated value that no place is attributed to is an unobserved write.
+      The attributions are tried in turn until one is valid, or until a failure that the places
+      alone explain (two reads disagree, or a call must follow one that completed before it was
+      invoked, both calls being reads or writes that every attribution puts in the same place):
+      the order of places is the same in every attribution, so each fails alike.
     * Sufficiency is also checked, not only argued: a valid verdict carries the linearization,
       which is replayed through the model's ``step`` and the real-time order before it is
       returned (a failure would be a bug here, and the caller falls back to the search).
