@@ -38,7 +38,8 @@ Preconditions (each failing one is a `Fallback` with its reason; the search then
        is one place in every linearization, so distinct places are distinct writes. Each way to
        attribute the places to the writes of their value (an injection) is decided on its own:
        the history is valid iff one of them is (a value seen in more places than it was appended
-       is invalid). At most `MAX_ATTRIBUTIONS` ways.
+       is invalid). At most `MAX_ATTRIBUTIONS` ways, and at most `ATTRIBUTION_WORK_LIMIT` calls
+       placed over all of them (ways times calls).
     5. Decoding costs at most `DECODE_WORK_LIMIT` substring probes (the sum of the distinct read
        lengths times the number of distinct append lengths).
 
@@ -126,6 +127,8 @@ DECODE_WORK_LIMIT: Final = 20_000_000
 _DECODINGS_KEPT: Final = 8  # decodings of a read enumerated; a read with this many falls back
 MAX_ATTRIBUTIONS: Final = 1024
 """Cases tried when values written more than once must be told apart (each costs O(n log n))."""
+ATTRIBUTION_WORK_LIMIT: Final = 2_000_000
+"""Ways times calls: placing a call costs a few microseconds, so all the ways take seconds at most."""
 
 _INITIAL: Final = -1  # the base position of a read that saw no put
 
@@ -486,6 +489,12 @@ def _attributions(
             return Decision(Verdict.INVALID, unplaceable=tuple(reads), blocking=reads[0], why=why)
         choices.append((ordered, list(itertools.permutations(copies, len(ordered)))))
     count = math.prod(len(options) for _, options in choices)
+    calls = len(shape.reads) + len(shape.writes)
+    if count * calls > ATTRIBUTION_WORK_LIMIT:
+        return Fallback(
+            f"{count:,} ways to tell apart the writes of repeated values, of {calls:,} calls each "
+            f"(limit {ATTRIBUTION_WORK_LIMIT:,} calls placed)"
+        )
     if count > MAX_ATTRIBUTIONS:
         return Fallback(
             f"{count:,} ways to tell apart the writes of repeated values (limit {MAX_ATTRIBUTIONS})"

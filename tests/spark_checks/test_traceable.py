@@ -574,6 +574,9 @@ def test_fallback_on_too_many_attributions(monkeypatch: pytest.MonkeyPatch) -> N
             events += [(1, "invoke", "append", value), (1, "ok", "append", value)]
         events += [(2, "invoke", "get", None), (2, "ok", "get", put + "<a><b>")]
     assert "ways to tell apart" in fallback_of(history(*events))
+    monkeypatch.setattr(traceable, "MAX_ATTRIBUTIONS", 4)
+    monkeypatch.setattr(traceable, "ATTRIBUTION_WORK_LIMIT", 4 * 8 - 1)  # 4 ways of 8 calls each
+    assert "calls placed" in fallback_of(history(*events))
 
 
 def test_fallback_when_decoding_would_cost_too_much(monkeypatch: pytest.MonkeyPatch) -> None:
