@@ -197,8 +197,14 @@ def _marks(explanations: Sequence[tuple[str, Explanation]]) -> dict[int, Mark]:
             mark = marks.setdefault(ref.invoke_index, Mark())
             if ident not in mark.ids:
                 mark.ids.append(ident)
-            if ref.role not in mark.roles:
-                mark.roles.append(ref.role)
+            # T1, T2 name a cycle's calls: say which cycle, as a call may be in several.
+            role = (
+                f"{ref.role} of {explanation.kind}"
+                if ref.role[:1] == "T" and ref.role[1:].isdigit()
+                else ref.role
+            )
+            if role not in mark.roles:
+                mark.roles.append(role)
             if explanation.kind not in mark.kinds:
                 mark.kinds.append(explanation.kind)
     return marks
