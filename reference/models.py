@@ -174,7 +174,8 @@ class SequentialModel(Protocol[S]):
 def freeze(value: Any) -> Hashable:
     """A hashable copy of a JSON-like value: lists to tuples, dicts to sorted item tuples."""
     if value.__class__ in _SCALARS:  # most values of a history: no isinstance chain
-        return cast(Hashable, value)
+        scalar: Hashable = value  # not typing.cast: a function call at run time
+        return scalar
     if isinstance(value, list | tuple):
         return tuple(freeze(item) for item in value)
     if isinstance(value, dict):
@@ -207,7 +208,8 @@ def _name(value: Any) -> Any:
 def _outcome(call: CallLike) -> Observed:
     # `_value_`, not `value`: the same string without the enum property's descriptor call
     # (once per call of every history).
-    return cast(Observed, call.outcome._value_)
+    observed: Observed = call.outcome._value_
+    return observed
 
 
 def _unsupported(model: str, call: CallLike) -> ValueError:

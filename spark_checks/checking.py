@@ -25,7 +25,7 @@ import json
 import math
 import operator
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import orjson
@@ -187,8 +187,17 @@ def split_calls(plan: Plan, calls: Iterable[Call]) -> Iterator[tuple[str, Call]]
                 yield partition_key_json(key), piece
         return
     model = linearizability.get_model(plan.model)
+    partition_key = model.partition_key
+    names: dict[Hashable, str] = {}  # the JSON of string keys and None, written once each
     for call in calls:
-        yield partition_key_json(model.partition_key(call)), call
+        frozen = partition_key(call)
+        if frozen is None or frozen.__class__ is str:  # not 1 for True: only str and None are cached
+            name = names.get(frozen)
+            if name is None:
+                name = names[frozen] = partition_key_json(frozen)
+            yield name, call
+        else:
+            yield partition_key_json(frozen), call
 
 
 def check_part(plan: Plan, key_json: str, calls: Sequence[Call], parts_left: int = 1) -> CheckResult:

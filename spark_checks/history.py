@@ -219,6 +219,46 @@ make one per call of a history: the frozen dataclass's `__init__` sets each fiel
 `object.__setattr__`; this sets the slots directly (the descriptors, from closure cells)."""
 
 
+NewOperation = Callable[[int, Process, OpType, str, JsonValue, JsonValue, "int | None"], Operation]
+
+
+def _operation_maker() -> NewOperation:
+    if tuple(Operation.__slots__) != tuple(field.name for field in fields(Operation)):  # pragma: no cover
+        raise AssertionError("Operation's slots are not its fields in order")
+    s0, s1, s2, s3, s4, s5, s6 = (getattr(Operation, name).__set__ for name in Operation.__slots__)
+    new = object.__new__
+
+    def new_operation(
+        index: int,
+        process: Process,
+        op_type: OpType,
+        f: str,
+        value: JsonValue,
+        key: JsonValue,
+        time: int | None,
+    ) -> Operation:
+        operation: Operation = new(Operation)
+        s0(operation, index)
+        s1(operation, process)
+        s2(operation, op_type)
+        s3(operation, f)
+        s4(operation, value)
+        s5(operation, key)
+        s6(operation, time)
+        return operation
+
+    return new_operation
+
+
+new_operation: Final = _operation_maker()
+"""`Operation(...)` with every field given in order, at about half the cost (as `new_call`),
+for the readers, which make one per line of a history."""
+
+
+_OUTCOMES: Final = {OpType.OK: Outcome.OK, OpType.FAIL: Outcome.FAIL, OpType.INFO: Outcome.INFO}
+"""A completion's type as the call's outcome (a lookup, not an `Outcome(...)` call per call)."""
+
+
 def pair_calls(operations: Iterable[Operation], source: str = UNNAMED) -> Iterator[Call]:
     """Pair each invocation with its process's next completion, in completion order.
 
@@ -247,18 +287,19 @@ def pair_calls(operations: Iterable[Operation], source: str = UNNAMED) -> Iterat
                 Position(source, index=operation.index),
                 f"{operation.type.value} for process {operation.process!r} without an open invocation",
             )
-        yield Call(
-            process=invocation.process,
-            f=invocation.f,
-            input=invocation.value,
-            output=operation.value if operation.type is OpType.OK else None,
-            outcome=Outcome(operation.type.value),
-            invoke_index=invocation.index,
-            complete_index=operation.index,
-            key=invocation.key,
-            invoke_time=invocation.time,
-            complete_time=operation.time,
-            completion_value=operation.value,
+        completed = operation.type
+        yield new_call(
+            invocation.process,
+            invocation.f,
+            invocation.value,
+            operation.value if completed is OpType.OK else None,
+            _OUTCOMES[completed],
+            invocation.index,
+            operation.index,
+            invocation.key,
+            invocation.time,
+            operation.time,
+            operation.value,
         )
     for invocation in open_calls.values():
         yield Call(

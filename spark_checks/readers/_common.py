@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from spark_checks.history import HistoryError, JsonValue, Operation, OpType, Position
+from spark_checks.history import HistoryError, JsonValue, Operation, OpType, Position, new_operation
 
 FORMATS: Final = ("jsonl", "edn", "porcupine", "parquet")
 """The history formats the readers accept (`--format` choices besides `auto`)."""
@@ -145,7 +145,7 @@ def make_operation(
             Position(source, line, offset),
             f"time must be an integer (nanoseconds) or null; got {shown(time)}",
         )
-    return Operation(index, process, op_type, f, obj.get("value"), obj.get("key"), time)
+    return new_operation(index, process, op_type, f, obj.get("value"), obj.get("key"), time)
 
 
 def check_conventions(raw: object, position: Position) -> dict[str, JsonValue]:

@@ -44,7 +44,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, BinaryIO, Final
 
-from spark_checks.history import HistoryError, Operation, OpType, Position
+from spark_checks.history import HistoryError, Operation, OpType, Position, new_operation
 from spark_checks.readers._common import MAX_NESTING, display_name, make_operation, parse_type
 from spark_checks.readers.edn import iter_forms
 
@@ -132,10 +132,7 @@ def _etcd_operations(path: str | os.PathLike[str]) -> Iterator[tuple[Operation, 
                 ) from None
             if is_marker and (op_type is OpType.FAIL or op_type is OpType.INFO):
                 op_type, value = OpType.INFO, None  # e.g. :timed-out: the outcome is unknown
-            yield (
-                Operation(index=ordinal, process=process, type=op_type, f=raw_f[1:], value=value),
-                line_number,
-            )
+            yield new_operation(ordinal, process, op_type, raw_f[1:], value, None, None), line_number
             ordinal += 1
 
 
