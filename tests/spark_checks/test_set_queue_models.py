@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import itertools
 import json
+import random
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from reference.models import DEFAULT_CONVENTIONS, Set, UnorderedQueue
-from spark_checks.history import Call, Outcome
+from spark_checks.history import Call, Outcome, Verdict
+from spark_checks.linearizability import check_linearizability, overall_verdict
 from tests.helpers import run_cli
 
 FOLDER = Path(__file__).parent / "model_histories"
@@ -168,18 +171,71 @@ def test_nil_reads_follow_the_convention():
 def test_an_unknown_dequeue_removes_any_one_pending_element():
     model = UnorderedQueue()
     state = run(model, [call("enqueue", 1), call("enqueue", 2), call("enqueue", 2)])
-    prepared = model.prepare(call("dequeue", None, Outcome.INFO), DEFAULT_CONVENTIONS)
+    crashed = call("dequeue", None, Outcome.INFO)
+    # Left out where no empty queue can be observed (it could only forbid later dequeues).
+    assert model.prepare(crashed, DEFAULT_CONVENTIONS) is None
+    prepared = model.prepare(crashed, {**DEFAULT_CONVENTIONS, "nil_read": "absent"})
     assert prepared == (("d?",), None, "info")
-    after = model.step(state, *prepared)
-    assert after is not None
-    assert model.describe_state(after) == "one of {1, 2} or {2, 2}"
-    # One more dequeue of 1 is possible in one of the two states only.
-    assert model.describe_state(must(model.step(after, ("d",), 1, "ok"))) == "{2}"
+    after = must(model.step(state, *prepared))
+    assert model.describe_state(after) == "{1, 2, 2}, then a dequeue of one of the above, {}"
+    # A dequeue of 1 leaves the unknown one a 2 to have taken.
+    assert model.step(after, ("d",), 1, "ok") == (frozenset({(2, 2)}), frozenset())
     # Dequeuing both 2s leaves one possibility: the unknown dequeue took 1, the queue is empty.
     twice = must(model.step(must(model.step(after, ("d",), 2, "ok")), ("d",), 2, "ok"))
     assert model.describe_state(twice) == "{}"
     assert model.step(twice, ("d0",), None, "ok") == twice
     assert model.step(twice, ("d",), 1, "ok") is None
+
+
+def oracle_step(worlds: frozenset[tuple[int, ...]], op: tuple[Any, ...]) -> frozenset[tuple[int, ...]]:
+    """Porcupine's power-set construction, by brute force: every sorted tuple the queue may hold."""
+    after: set[tuple[int, ...]] = set()
+    for world in worlds:
+        if op[0] == "e":
+            after.add(tuple(sorted((*world, op[1]))))
+        elif op[0] == "d0":
+            after.update(() for _ in [world] if not world)
+        else:
+            taken = [op[1]] if op[0] == "d" else sorted(set(world))
+            for value in taken:
+                if value in world:
+                    rest = list(world)
+                    rest.remove(value)
+                    after.add(tuple(rest))
+    return frozenset(after)
+
+
+def prepared(op: tuple[Any, ...]) -> tuple[Any, Any]:
+    """The model's prepared (input, output) of a step: the value is the input of an enqueue
+    and the output of a dequeue."""
+    return (op, None) if op[0] == "e" else (op[:1], op[1] if len(op) > 1 else None)
+
+
+def test_the_grouped_state_is_exactly_the_power_set():
+    # Random runs of enqueue, dequeue -> v, unknown dequeues and empty observations over three
+    # values: after every step the grouped state allows exactly the next steps the set of every
+    # possible multiset allows (so it stands for the same set), on every path, legal or not.
+    model = UnorderedQueue()
+    steps = [("e", 1), ("e", 2), ("e", 3), ("d", 1), ("d", 2), ("d", 3), ("d?",), ("d0",)]
+    weights = [3, 3, 2, 2, 2, 1, 3, 1]
+    rng = random.Random(20261124)
+    compared = legal = 0
+    for _ in range(1500):
+        state: Any = model.init(None)
+        worlds: frozenset[tuple[int, ...]] = frozenset({()})
+        for op in rng.choices(steps, weights, k=14):
+            for probe in steps:
+                expected = oracle_step(worlds, probe)
+                got = model.step(state, *prepared(probe), "ok")
+                assert (got is not None) == bool(expected), (worlds, state, probe)
+                compared += 1
+            after_worlds = oracle_step(worlds, op)
+            if not after_worlds:
+                break
+            legal += 1
+            state = must(model.step(state, *prepared(op), "ok"))
+            worlds = after_worlds
+    assert compared > 30_000 and legal > 3_000
 
 
 def must(state: Any) -> Any:
@@ -194,3 +250,52 @@ def test_initial_contents():
     queue = UnorderedQueue()
     assert queue.describe_state(queue.init([1, 1])) == "{1, 1}"
     assert run(queue, [call("dequeue", 1), call("dequeue", 1)], initial=[1, 1]) is not None
+
+
+def real_queue_history(seed: int, operations: int = 150) -> list[Call]:
+    """Calls recorded from a real multiset queue by 4 concurrent clients: each call takes
+    effect when it completes; a crash (info) loses the result and the client; a dequeue of
+    an empty queue returns nil (observed empty under `nil_read = absent`)."""
+    rng = random.Random(seed)
+    pending: list[int] = []
+    calls: list[Call] = []
+    open_calls: dict[int, tuple[str, int | None, int]] = {}
+    clients, index, made = [0, 1, 2, 3], 0, 0
+    while made < operations or open_calls:
+        client = rng.choice(clients)
+        if client in open_calls:
+            f, value, invoked = open_calls.pop(client)
+            if f == "enqueue":
+                pending.append(cast(int, value))
+            else:
+                value = pending.pop(rng.randrange(len(pending))) if pending else None
+            outcome = Outcome.INFO if rng.random() < 0.1 else Outcome.OK
+            if outcome is Outcome.INFO:
+                clients[clients.index(client)] = max(clients) + 1
+            shown = value if outcome is Outcome.OK or f == "enqueue" else None
+            given = value if f == "enqueue" else None
+            calls.append(
+                Call(client, f, given, shown if outcome is Outcome.OK else None, outcome, invoked, index)
+            )
+        elif made < operations:
+            made += 1
+            f = rng.choice(("enqueue", "dequeue"))
+            open_calls[client] = (f, made if f == "enqueue" else None, index)
+        index += 1
+    return calls
+
+
+def test_histories_of_a_real_queue_are_valid_and_a_wrong_value_is_not():
+    absent = {**DEFAULT_CONVENTIONS, "nil_read": "absent"}
+    refuted = 0
+    for seed in range(20):
+        calls = real_queue_history(seed)
+        assert any(c.f == "dequeue" and c.outcome is Outcome.INFO for c in calls)
+        assert overall_verdict(check_linearizability(calls, "unordered-queue", absent)) is Verdict.VALID
+        # One dequeue returns a value never enqueued (the first: refuting a late one is the
+        # search's exponential case).
+        first = next(i for i, c in enumerate(calls) if c.f == "dequeue" and c.outcome is Outcome.OK)
+        calls[first] = replace(calls[first], output=-1)
+        assert overall_verdict(check_linearizability(calls, "unordered-queue", absent)) is Verdict.INVALID
+        refuted += 1
+    assert refuted == 20
