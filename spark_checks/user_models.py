@@ -193,7 +193,7 @@ def load_model(spec: str) -> UserModel:
     try:
         adapter.init(None)
     except ModelError as error:
-        raise ModelSpecError(f"--model {spec}: {error}") from None
+        raise ModelSpecError(f"--model {spec}: {str(error).removeprefix(f'model {spec}: ')}") from None
     return adapter
 
 
