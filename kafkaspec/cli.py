@@ -651,6 +651,11 @@ def verify_command(
     Exit 0 valid, 1 anomaly / not linearizable, 3 unknown (budget exhausted), 2 input error.
     With many files: 1 if any is invalid, else 2 if any is bad input, else 3 if any is unknown.
     """
+    if ":" in model and (initial, nil_read, failed_cas) != (None, None, None):
+        raise UsageProblem(
+            "--initial, --nil-read and --failed-cas are the built-in models' conventions; "
+            f"--model {model} reads the values as recorded (its init() gives the initial state)"
+        )
     conventions: dict[str, object] = {}
     if initial is not None:
         conventions["initial"] = _initial_value(initial)

@@ -386,6 +386,19 @@ def test_a_bad_model_is_one_line_and_exit_2(capsys, user_folder, spec, fragment)
 
 
 @pytest.mark.parametrize(
+    "flag", [("--initial", "3"), ("--nil-read", "absent"), ("--failed-cas", "no-effect")]
+)
+def test_the_builtin_models_conventions_are_refused_with_a_users_model(capsys, user_folder, flag):
+    history = write_jsonl(user_folder / "h.jsonl", ops((0, "invoke", "put", 1), (0, "ok", "put", 1)))
+    code, _, err = run_cli(capsys, "verify", str(history), "--model", "usermodels:Register", *flag)
+    assert code == 2 and err.count("\n") == 1
+    assert (
+        "are the built-in models' conventions; --model usermodels:Register reads the values as recorded"
+        in err
+    )
+
+
+@pytest.mark.parametrize(
     ("spec", "fragment"),
     [
         ("odd_models:StepRaises", "step raised KeyError: 'put'"),
