@@ -51,14 +51,14 @@ WINDOW_RADIUS: Final = 24
 """History indices shown on each side of a call an explanation names."""
 FULL_SPAN: Final = 260
 """A part whose calls span at most this many history indices is drawn whole."""
-MAX_BARS: Final = 320
+MAX_BARS: Final = 200
 MAX_SEGMENTS: Final = 10
-MAX_DETAILED_PARTS: Final = 40
+MAX_DETAILED_PARTS: Final = 30
 MAX_SENTENCES_IN_SUMMARY: Final = 60
 MAX_KEY_COLUMNS: Final = 48
 MAX_KEY_ROWS: Final = 30
 MAX_PREFIX_ROWS: Final = 40
-MAX_EVIDENCE_CHARS: Final = 20_000
+MAX_EVIDENCE_CHARS: Final = 8_000
 
 _LANE: Final = 36
 _BAR_TOP: Final = 14
