@@ -414,3 +414,17 @@ def test_a_window_of_the_history_is_enough(every_anomaly: HistoryReport) -> None
     assert {30, 32, 34, 36} <= set(ops)  # the poll-skip and nonmonotonic-poll calls of key d
     assert 8 not in ops  # the lost write's reader is outside the window
     assert "data-type='lost-write'" in page  # its sentence is still there
+
+
+def test_a_history_with_many_failing_parts_stays_small(tmp_path: Path) -> None:
+    b = KafkaHistoryBuilder()
+    for key in range(80):
+        for value in range(40):
+            b.send(key % 7, key, key * 100 + value)
+        b.poll(7 + key % 5, {key: [*range(20), *range(21, 40)]})  # skips offset 20 of every key
+    report = verified(tmp_path, "many", b)
+    assert len(report.failing()) == 80 and report.history is not None
+    page = html_report([report], [report.history])
+    assert len(page.encode()) < 3_000_000
+    assert "50 more failing parts are listed below, not drawn." in page
+    assert page.count("data-timeline='yes'") == 30
