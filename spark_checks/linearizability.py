@@ -170,7 +170,7 @@ def check_linearizability(
                     verdict=Verdict.UNKNOWN,
                     operations=len(part),
                     evidence={"reason": reason},
-                    conventions=dict(resolved),
+                    conventions={} if user_models.is_user_model(model_name) else dict(resolved),
                 )
             )
             continue
@@ -283,7 +283,7 @@ def check_partition(
         verdict=search.verdict,
         operations=len(calls),
         evidence=evidence,
-        conventions=dict(resolved),
+        conventions={} if user_models.is_user_model(model_name) else dict(resolved),  # not theirs
         seconds=time.perf_counter() - started,
     )
 
