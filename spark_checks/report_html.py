@@ -1159,6 +1159,21 @@ def _part_section(
     )
 
 
+def _valid_html(report: HistoryReport, view: HistoryView, number: int) -> str:
+    """For a valid history, the linearization the search found of its first part (the
+    certificate), drawn as the prefix of a failing part is."""
+    shown = next((r for r in report.results if isinstance(r.evidence.get("linearization"), list)), None)
+    if shown is None or not view.calls:
+        return "<p>Every part is valid.</p>"
+    steps = prefix_steps(shown, view)
+    ident = f"h{number}-valid"
+    timeline = timeline_svg(view, _belongs(report, shown), {}, steps, f"{ident}-timeline")
+    return (
+        f"<p>Every part is valid. A linearization of {_a(_part_name(shown))} (the first "
+        f"{FULL_SPAN} history indices of it):</p>{timeline}{_prefix_table(steps, shown, None)}"
+    )
+
+
 def _history_section(
     number: int, report: HistoryReport, operations: Sequence[Operation]
 ) -> tuple[str, list[str]]:
@@ -1217,7 +1232,7 @@ def _history_section(
         f"{window_note}"
         + (f"<p>Allowed anomaly types found: {_a(', '.join(allowed))}</p>" if allowed else "")
         + (lag_html(report) if report.model == "kafka" else "")
-        + ("".join(sections) if sections else "<p>Every part is valid.</p>")
+        + ("".join(sections) if sections else _valid_html(report, view, number))
         + (
             f"<p class='note'>{not_detailed} more failing parts are listed below, not drawn.</p>"
             if not_detailed

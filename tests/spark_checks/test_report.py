@@ -428,3 +428,20 @@ def test_a_history_with_many_failing_parts_stays_small(tmp_path: Path) -> None:
     assert len(page.encode()) < 3_000_000
     assert "50 more failing parts are listed below, not drawn." in page
     assert page.count("data-timeline='yes'") == 30
+
+
+@needs_shared
+def test_a_valid_history_shows_a_linearization() -> None:
+    valid = ETCD.with_name("etcd_002.log")
+    report = verify_history(valid, VerifyOptions(engine="local"), keep_history=True)
+    assert report.verdict is Verdict.VALID and report.history is not None
+    page = html_report([report], [report.history])
+    ops = parsed(page).ops()
+    order = report.results[0].evidence["linearization"]
+    linearized = {
+        int(drawn[0]["data-linearized"]): index
+        for index, drawn in ops.items()
+        if "data-linearized" in drawn[0]
+    }
+    assert linearized and all(order[number - 1] == index for number, index in linearized.items())
+    assert "A linearization of the whole history" in page
