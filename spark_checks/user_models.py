@@ -9,8 +9,8 @@ What it is
 
     * ``init() -> state``: the state before any call;
     * ``step(state, input, output) -> state | None``: the state after a call that got
-      ``output``, or None when that output is impossible in ``state``. Pure: it must not
-      change ``state``;
+      ``output``, or None when that output is impossible in ``state`` (so None is never a
+      state). Pure: it must not change ``state``;
     * optional ``partition(input) -> key``: calls with different keys touch independent
       objects and are checked separately (without it the history is one part, as Porcupine
       does when ``Partition`` is nil);
@@ -235,6 +235,11 @@ class UserModel:
     def init(self, initial: Any) -> Hashable:
         """The user's initial state (the `--initial` convention is the built-in models')."""
         state: Hashable = _hashable(self.name, "init()", self._call("init"))
+        if state is None:
+            raise ModelError(
+                f"model {self.name}: init() returned None, which cannot be a state (a step's None "
+                "means impossible): use another value for the empty state"
+            )
         return state
 
     def prepare(self, call: CallLike, conventions: Mapping[str, Any]) -> Prepared | None:

@@ -322,6 +322,10 @@ BROKEN_MODULES = {
             def init(self): return []
             def step(self, state, input, output): return [state]
 
+        class NoneState:
+            def init(self): return None
+            def step(self, state, input, output): return state
+
         class InitRaises:
             def init(self): raise KeyError("initial")
             def step(self, state, input, output): return state
@@ -370,6 +374,7 @@ BROKEN_MODULES = {
         ("odd_models:ListState", "init() returned an unhashable state (list)"),
         ("odd_models:NoInitialStates", "init() returned no state"),
         ("odd_models:InitRaises", "init raised KeyError: 'initial'"),
+        ("odd_models:NoneState", "init() returned None, which cannot be a state"),
         ("odd_models:DescribeNotCallable", "DescribeNotCallable.describe_state is not a method"),
     ],
 )
