@@ -962,20 +962,26 @@ def replica_become_leader_or_follower(
         return _record_visibility(
             advance_leader_high_watermark(config, state, action.replica), action.replica
         )
-    follower = _new_follower(replica.log, controller.leader_epoch, controller.leader)
+    # The first KIP-320 design truncated only when a fetch found the logs diverging.
+    lazy = config.fetch_fencing is FetchFencing.LAST_FETCHED_EPOCH
+    phase = FetchPhase.FETCHING if lazy else FetchPhase.TRUNCATING
+    follower = _new_follower(replica.log, controller.leader_epoch, controller.leader, phase)
     return _with_replica(state, action.replica, follower)
 
 
 @memoized
-def _new_follower(log: ReplicaLog, leader_epoch: int, leader: ReplicaId | None) -> Replica:
-    """A replica that just became a follower: it must truncate before it fetches."""
+def _new_follower(
+    log: ReplicaLog, leader_epoch: int, leader: ReplicaId | None, phase: FetchPhase = FetchPhase.TRUNCATING
+) -> Replica:
+    """A replica that just became a follower: it must truncate before it fetches (unless, in
+    the first KIP-320 design, it fetches first and truncates when told its log diverges)."""
     return Replica(
         alive=True,
         log=log,
         leader_epoch=leader_epoch,
         role=Role.FOLLOWER,
         leader=leader,
-        phase=FetchPhase.TRUNCATING,
+        phase=phase,
     )
 
 

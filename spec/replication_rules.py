@@ -35,11 +35,11 @@ Fetch fencing: whom a leader serves (`fetch.fencing`)
                fetches from it, whatever epoch either is on, and counts that replica's fetch
                offset towards its high watermark and ISR.
     `kip-320-first-try`  the first KIP-320 design (hachikuji/kafka-specification
-               Kip320FirstTry.tla): the leader serves a follower whatever epoch it is on as
-               long as the epoch of the follower's last record matches the leader's record
-               at that offset, and otherwise answers that it must truncate. The leader then
-               counts followers still on older epochs towards its HW and ISR, which breaks
-               the strong-ISR property.
+               Kip320FirstTry.tla): a new follower fetches at once, and the leader serves it
+               whatever epoch either is on as long as the epoch of the follower's last record
+               matches the leader's record at that offset, and otherwise answers that it must
+               truncate first. A broker that presumes leadership then counts followers on
+               other epochs towards its HW and ISR, which breaks the strong-ISR property.
     `kip-320`  what shipped: the Fetch request carries the follower's current leader epoch; a
                leader on another epoch refuses it, and a follower drops a response from
                another epoch.

@@ -238,7 +238,7 @@ COUNTEREXAMPLES = {
     ),
     "kip-320-first-try-broken-rule": (
         "strong_isr",
-        11,
+        12,
         "this state breaks: Every record below the HW of any replica presuming leadership is held, at the "
         "same offset, by every member of the controller's ISR, so whoever is elected next holds what "
         "consumers may have read",

@@ -29,7 +29,7 @@ BROKEN_TRACES = {
     "kip-101-divergence": ("followers_are_prefix_of_leader", 11),
     "kip-279-fast-failover": ("followers_are_prefix_of_leader", 8),
     "kip-320-fenced-truncation": ("strong_isr", 9),
-    "kip-320-first-try": ("strong_isr", 11),
+    "kip-320-first-try": ("strong_isr", 12),
     "kafka-7128-isr-expansion": ("committed_records_survive", 13),
     "kafka-14704-follower-hw": ("follower_reads_survive", 7),
     "kip-966-last-replica-standing": ("committed_records_survive_lossy_shutdowns", 10),
