@@ -1252,7 +1252,8 @@ def followers_are_prefix_of_leader(state: PartitionState) -> bool:
     """Replicas never diverge: a live follower that has finished truncating in the true
     leader's epoch holds the leader's records at every offset both hold (a follower longer
     than its leader is cut back by OFFSET_OUT_OF_RANGE on its next fetch). Fails under the
-    `hw` rule when a follower keeps records the new leader replaced (KIP-101 scenario 2)."""
+    `hw` rule when a follower keeps records the new leader replaced (KIP-101 scenario 2). Not a
+    property of the first KIP-320 design, whose followers fetch before they truncate."""
     leader_id = true_leader(state)
     if leader_id is None:
         return True
