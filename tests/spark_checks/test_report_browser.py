@@ -53,7 +53,6 @@ def labels(found: dict[str, Any]) -> dict[tuple[int, str], str]:
     return drawn
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(not ETCD.is_file(), reason="needs ../shared/histories")
 def test_reports_render_and_label_the_offending_calls(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
