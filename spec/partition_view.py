@@ -57,6 +57,8 @@ def _describe_replica(replica_id: int, replica: Replica) -> str:
         response = replica.fetch_in_flight
         in_flight = f"{len(response.records)} records, HW {response.leader_high_watermark}"
         parts.append(f"(fetch response in flight: {in_flight})")
+    if replica.pending_truncation is not None:  # KAFKA-14704's window: the HW taken, truncation next
+        parts.append(f"(truncation to {replica.pending_truncation} pending)")
     return "  ".join(parts)
 
 
