@@ -418,9 +418,10 @@ class KRaftController:
         target_replicas: tuple[BrokerId, ...] | None = None,
         target_adding: frozenset[BrokerId] | None = None,
         target_removing: frozenset[BrokerId] | None = None,
+        target_recovery: LeaderRecoveryState | None = None,
     ) -> PartitionChangeRecord | None:
         """`PartitionChangeBuilder.build`: the record taking the partition to the targets, or
-        None when nothing would change."""
+        None when nothing would change (`target_recovery`: an AlterPartition's KIP-704 state)."""
         partition = self.partitions[partition_id]
         replicas = partition.replicas if target_replicas is None else target_replicas
         adding = partition.adding if target_adding is None else target_adding
@@ -469,6 +470,8 @@ class KRaftController:
                 last_known = (partition.leader,)
             elif known and (leader >= 0 or NO_LEADER not in (partition.leader, leader)):
                 last_known = ()
+        if target_recovery is not None and target_recovery is not partition.recovery:
+            recovery = target_recovery  # setTargetLeaderRecoveryState wins over the election's
         if (
             leader == NO_LEADER_CHANGE
             and record_isr is None
@@ -664,7 +667,13 @@ class KRaftController:
                 return AlterPartitionResponse(error)
             partition = self.partitions[request.partition]
             new_isr = frozenset(member for member, _ in request.new_isr)
-            record = self._build_change(request.partition, new_isr, self._acceptable(), partition.unclean)
+            record = self._build_change(
+                request.partition,
+                new_isr,
+                self._acceptable(),
+                partition.unclean,
+                target_recovery=request.leader_recovery_state,
+            )
             if record is not None:
                 records.append(record)
                 if record.leader not in (NO_LEADER_CHANGE, request.broker_id):

@@ -301,6 +301,7 @@ class ReferenceController:
             self._election(request.partition),
             self.elr,
             LastKnownLeaderRule.ACCEPTABLE,
+            target_recovery=spec_request.leader_recovery_state,
         )
         record = outcome.record
         if record is not None:

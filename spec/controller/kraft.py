@@ -1022,6 +1022,7 @@ def controller_alter_partition(
             config.election,
             config.elr,
             config.last_known_leader,
+            target_recovery=request.leader_recovery_state,
         )
         controller, history = _apply_change(state, controller, outcome, request.isr)
         record = outcome.record

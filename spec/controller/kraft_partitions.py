@@ -248,9 +248,12 @@ def build_partition_change(
     target_replicas: tuple[BrokerId, ...] | None = None,
     target_adding: frozenset[BrokerId] | None = None,
     target_removing: frozenset[BrokerId] | None = None,
+    target_recovery: LeaderRecoveryState | None = None,
 ) -> ChangeOutcome:
     """`PartitionChangeBuilder.build` (useLastKnownLeaderInBalancedRecovery = true, metadata
-    version 3.7 or later): the change record that takes `partition` towards the targets."""
+    version 3.7 or later): the change record that takes `partition` towards the targets.
+    `target_recovery` is an AlterPartition's leader recovery state (KIP-704: the leader of a
+    RECOVERING partition says RECOVERED once it has recovered); None keeps the partition's."""
     replicas = partition.replicas if target_replicas is None else target_replicas
     adding = partition.adding if target_adding is None else target_adding
     removing = partition.removing if target_removing is None else target_removing
@@ -312,6 +315,10 @@ def build_partition_change(
             record_last_known = (partition.leader,)
         elif partition.last_known_elr and (leader >= 0 or NO_LEADER not in (partition.leader, leader)):
             record_last_known = ()
+
+    # setTargetLeaderRecoveryState: the requested state wins over the election's
+    if target_recovery is not None and target_recovery is not partition.leader_recovery_state:
+        recovery = target_recovery
 
     record = PartitionChangeRecord(
         leader=leader,
