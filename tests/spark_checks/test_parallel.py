@@ -30,6 +30,7 @@ from spark_checks.parallel import (
     progress_text,
 )
 from spark_checks.readers import write_jsonl
+from tests.helpers import run_cli
 
 PORCUPINE = Path(__file__).resolve().parents[3] / "shared" / "histories" / "porcupine" / "test_data"
 needs_histories = pytest.mark.skipif(not PORCUPINE.is_dir(), reason="needs ../shared/histories")
@@ -140,16 +141,28 @@ def test_fail_fast_checks_the_smallest_parts_first(tmp_path: Path) -> None:
 
 @needs_fork
 def test_the_deadline_is_kept_with_workers(tmp_path: Path) -> None:
-    history = hard_kv_history(tmp_path / "hard.jsonl", keys=3)
+    # 16 hard keys, 512 calls: over PARALLEL_MIN_CALLS, so two workers search them.
+    history = hard_kv_history(tmp_path / "hard.jsonl", keys=16)
     with WorkerPool(2) as pool:
         started = time.time()
         report = verify_history(
             history, VerifyOptions(budget=Budget(max_seconds=60, deadline=started + 1.5)), pool=pool
         )
         elapsed = time.time() - started
+    assert report.calls >= PARALLEL_MIN_CALLS
     assert elapsed < 2.5, elapsed  # within 1 s of the deadline
     assert report.verdict is Verdict.UNKNOWN
     assert all("time budget exhausted" in str(r.evidence["reason"]) for r in report.results)
+
+
+def test_verify_max_seconds_holds_with_workers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    history = hard_kv_history(tmp_path / "hard.jsonl", keys=16)
+    started = time.perf_counter()
+    code, out, _ = run_cli(capsys, "verify", str(history), "--max-seconds", "1.5", "--workers", "2", "--json")
+    assert time.perf_counter() - started < 2.5
+    assert code == 3
+    (report,) = json.loads(out)["histories"]
+    assert report["parts"] == 16 and {part["verdict"] for part in report["failing"]} == {"unknown"}
 
 
 def _sleep(_shared: object, seconds: float, _context: TaskContext) -> str:
