@@ -57,14 +57,14 @@ Follower high watermark: what a follower does with the HW in its truncation answ
     `offsets-for-leader-epoch`  the divergence point comes from OffsetsForLeaderEpoch,
                                 whose answer carries no HW; the follower learns the HW on
                                 its next fetch (the design of KIP-101 to KIP-320).
-    `diverging-epoch-hw-first`  Kafka 2.7 to 3.4 (KAFKA-10554): the Fetch response names
+    `diverging-epoch-hw-first`  Kafka 2.7 (KAFKA-10554) until KAFKA-14704: the Fetch response names
                                 the diverging epoch and carries the leader's HW, and
                                 `AbstractFetcherThread` applies the HW before it truncates:
                                 in between, the follower's HW covers records the leader
                                 does not have, which a consumer fetching from the follower
                                 (KIP-392) or a client without KIP-320 can read (KAFKA-14704).
-    `diverging-epoch`           KAFKA-14704's fix (Kafka 3.4.1, 3.5): truncate first, then
-                                apply the HW.
+    `diverging-epoch`           KAFKA-14704's fix (Kafka 3.5, backported to older branches):
+                                truncate first, then apply the HW.
 
 Leader high watermark: when the leader's HW may advance
     The partition spec has one rule: HW := max(HW, min LEO over the ISR), where a follower
