@@ -52,7 +52,7 @@ def test_an_internal_error_exits_70_with_one_line_and_a_traceback_file(tmp_path,
     def broken(*_args: object, **_kwargs: object) -> None:
         raise KeyError("injected bug")
 
-    monkeypatch.setattr(spark_checks.linearizability, "check_linearizability", broken)
+    monkeypatch.setattr(spark_checks.linearizability, "check_partition", broken)
     path = tmp_path / "history.jsonl"
     path.write_text('{"process": 0, "type": "invoke", "f": "write", "value": 1}\n', encoding="utf-8")
     run = run_verify(["verify", str(path), "--engine", "local", "--format", "jsonl", "--model", "register"])
