@@ -2,10 +2,11 @@
 
 Exit codes (the same for every command; the architecture page of `kafkaspec docs`): 0 success /
 no violation / every outcome as expected, 1 a violation or an unexpected outcome, 2 a usage or
-input error (one line on stderr, no traceback), 3 unknown (`verify`: a budget ran out), 70 an
-internal error, a bug in kafkaspec (EX_SOFTWARE of sysexits.h: one line on stderr naming the
-exception and what was being processed; the traceback goes to a file in the system's temporary
-folder, or to stderr with `kafkaspec --debug`). A crash must never read as a verdict to a script.
+input error (one line on stderr, no traceback), 3 unknown (`verify`: a budget ran out, or the
+history is empty), 70 an internal error, a bug in kafkaspec (EX_SOFTWARE of sysexits.h: one
+line on stderr naming the exception and what was being processed; the traceback goes to a file
+in the system's temporary folder, or to stderr with `kafkaspec --debug`). A crash must never read
+as a verdict to a script.
 """
 
 from __future__ import annotations
@@ -648,7 +649,8 @@ def verify_command(
     """Verify histories for linearizability or Kafka anomalies. A directory stands for the
     history files in it (by extension; see the README).
 
-    Exit 0 valid, 1 anomaly / not linearizable, 3 unknown (budget exhausted), 2 input error.
+    Exit 0 valid, 1 anomaly / not linearizable, 3 unknown (a budget ran out, or the history has
+    no operation), 2 input error.
     With many files: 1 if any is invalid, else 2 if any is bad input, else 3 if any is unknown.
     """
     if ":" in model and (initial, nil_read, failed_cas) != (None, None, None):
