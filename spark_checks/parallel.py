@@ -50,12 +50,14 @@ import traceback
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from multiprocessing.connection import Connection, Pipe, wait
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from spark_checks import kafka_checker
 from spark_checks.checking import Budget, Plan, check_part, unchecked_result
 from spark_checks.history import Call, CheckResult, HistoryError, Verdict
+
+if TYPE_CHECKING:  # multiprocessing's pipes are loaded only when a worker is forked
+    from multiprocessing.connection import Connection
 
 R = TypeVar("R")
 
@@ -301,6 +303,8 @@ class _Run(Generic[R]):
         self.errors: dict[int, Exception] = {}
 
     def go(self, shared: Any, fail_fast: bool, deadline: float) -> list[R]:
+        from multiprocessing.connection import wait
+
         busy: dict[Connection, _Worker] = {}
         stop: Stop | None = None
         try:
@@ -391,6 +395,8 @@ class _Run(Generic[R]):
 
 def _fork_worker() -> _Worker | None:
     """A new worker process, or None when the system refuses a pipe or a process."""
+    from multiprocessing.connection import Pipe
+
     try:
         parent_end, child_end = Pipe()
     except OSError:
