@@ -77,7 +77,11 @@ from spec.scenarios import SCENARIOS_BY_NAME
 from spec.checker import check
 for line in sys.stdin:
     name, depth = line.split()
-    scenario = SCENARIOS_BY_NAME[name]
+    scenario = SCENARIOS_BY_NAME.get(name)
+    if scenario is None:  # newer than the baseline
+        print("null")
+        sys.stdout.flush()
+        continue
     for item in gc.get_objects():
         if isinstance(item, functools._lru_cache_wrapper):
             item.cache_clear()
@@ -115,12 +119,16 @@ class Baseline:
             text=True,
         )
 
-    def run(self, scenario: Scenario[Any], max_depth: int) -> tuple[tuple[Any, ...], float]:
-        """(signature, CPU seconds) of the baseline's check of `scenario`."""
+    def run(self, scenario: Scenario[Any], max_depth: int) -> tuple[tuple[Any, ...], float] | None:
+        """(signature, CPU seconds) of the baseline's check of `scenario`; None when the
+        baseline has no scenario of that name."""
         assert self.process.stdin is not None and self.process.stdout is not None
         self.process.stdin.write(f"{scenario.name} {max_depth}\n")
         self.process.stdin.flush()
-        states, transitions, depth, complete, trace, cpu = json.loads(self.process.stdout.readline())
+        answer = json.loads(self.process.stdout.readline())
+        if answer is None:
+            return None
+        states, transitions, depth, complete, trace, cpu = answer
         return (states, transitions, depth, complete, None if trace is None else (trace[0], trace[1])), cpu
 
     def close(self) -> None:
@@ -169,9 +177,10 @@ def signature(result: Any) -> tuple[Any, ...]:
 
 def best_baseline(
     repeat: int, baseline: Baseline, scenario: Scenario[Any], max_depth: int
-) -> tuple[Any, float]:
+) -> tuple[Any, float] | None:
     runs = [baseline.run(scenario, max_depth) for _ in range(repeat)]
-    return min(runs, key=lambda run: run[1])
+    measured = [run for run in runs if run is not None]
+    return min(measured, key=lambda run: run[1]) if measured else None
 
 
 def verdict(rate: float, seconds: float) -> str:
@@ -218,20 +227,23 @@ def main() -> None:
     if workers > 1:
         header += f" {f'{workers}p s':>6} {f'{workers}p/s':>8}"
     print(header + f" {'verdict':>8}")
-    totals = {"one": 0.0, "cpu": 0.0, "base": 0.0, "parallel": 0.0, "states": 0.0}
+    totals = {"one": 0.0, "cpu": 0.0, "base": 0.0, "common": 0.0, "parallel": 0.0, "states": 0.0}
     verdicts: dict[str, list[str]] = {}
     started = time.perf_counter()
     for scenario in chosen:
         depth = scenario.max_depth if arguments.max_depth is None else arguments.max_depth
         line_rates: list[float] = []
         base_text = ""
-        if baseline is not None:
-            before_signature, before_cpu = best_baseline(arguments.repeat, baseline, scenario, depth)
-            totals["base"] += before_cpu
+        before = best_baseline(arguments.repeat, baseline, scenario, depth) if baseline else None
         one = best_run(arguments.repeat, scenario, checker.check, depth)
         result = one.result
         if baseline is not None:
+            base_text = f" {'-':>10} {'-':>5}"  # a scenario newer than the baseline
+        if before is not None:
+            before_signature, before_cpu = before
             assert before_signature == signature(result), f"{scenario.name}: the versions disagree"
+            totals["base"] += before_cpu
+            totals["common"] += one.cpu
             speedup = before_cpu / one.cpu if one.cpu > 0 else 0.0
             base_text = f" {result.distinct_states / before_cpu:>10,.0f} {speedup:>5.2f}"
         line_rates.append(one.per_cpu_second)
@@ -268,8 +280,9 @@ def main() -> None:
         f"check --all, 1 process: {totals['one']:.1f} s of checking ({totals['cpu']:.1f} CPU-s, "
         f"{states / totals['cpu']:,.0f} states per CPU-s overall)"
         + (
-            f"; baseline {totals['base']:.1f} CPU-s ({totals['base'] / totals['cpu']:.2f}x)"
-            if baseline is not None
+            f"; on the scenarios the baseline has: {totals['common']:.1f} CPU-s, baseline "
+            f"{totals['base']:.1f} ({totals['base'] / totals['common']:.2f}x)"
+            if totals["common"]
             else ""
         )
     )
