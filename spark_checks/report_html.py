@@ -813,15 +813,53 @@ def key_view_html(key: str, log: KeyLog, explanations: Sequence[tuple[str, Expla
 _PALETTE: Final = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 
 
-def lag_plot_svg(lag: Mapping[str, Any]) -> str:
-    """Jepsen's realtime lag as a scatter plot: for each process and key, its greatest lag
-    at the time of the poll that had it (colour by key); the worst lag ringed."""
-    rows = [row for row in lag.get("by_process_key") or [] if isinstance(row, dict)]
+LAG_SERIES_CALLS: Final = 200_000
+"""Histories up to this many calls get Jepsen's lag-over-time lines (every poll's lag per
+key, computed again from the history); longer ones the per-process-and-key maxima only."""
+LAG_BUCKETS: Final = 300
+MAX_LAG_KEYS: Final = 12
+
+
+def lag_series(view: HistoryView) -> dict[str, list[tuple[float, float]]] | None:
+    """Jepsen's `realtime-lag` of every `ok` poll and key (`kafka_checker.realtime_lags`), as
+    one line per key of the greatest lag in each of `LAG_BUCKETS` time slices, for the keys
+    with the greatest lags; None for a long history or one without times."""
+    if not view.calls or len(view.calls) > LAG_SERIES_CALLS:
+        return None
+    from spark_checks.kafka_checker import realtime_lags
+
+    lags = realtime_lags(view.calls)
+    if not lags:
+        return None
+    times = [float(str(lag["time"])) for lag in lags]
+    start, span = min(times), max(max(times) - min(times), 1.0)
+    buckets: dict[str, dict[int, tuple[float, float]]] = {}
+    for moment, lag in zip(times, lags, strict=True):
+        slot = min(LAG_BUCKETS - 1, int((moment - start) / span * LAG_BUCKETS))
+        value = float(str(lag["lag"]))
+        kept = buckets.setdefault(str(lag["key"]), {}).get(slot)
+        if kept is None or value > kept[1]:
+            buckets[str(lag["key"])][slot] = (moment, value)
+    greatest = sorted(buckets, key=lambda key: -max(value for _, value in buckets[key].values()))
+    return {
+        key: [buckets[key][slot] for slot in sorted(buckets[key])] for key in sorted(greatest[:MAX_LAG_KEYS])
+    }
+
+
+def lag_plot_svg(
+    lag: Mapping[str, Any], series: Mapping[str, list[tuple[float, float]]] | None = None
+) -> str:
+    """Jepsen's realtime lag as a plot: with `series`, a line per key of the lag over time
+    (as Jepsen's realtime-lag plot); else, for each process and key, a point at its greatest
+    lag and the time of the poll that had it (colour by key). The worst lag is ringed."""
+    rows = [] if series else [row for row in lag.get("by_process_key") or [] if isinstance(row, dict)]
     worst = lag.get("worst") if isinstance(lag.get("worst"), dict) else None
     points = [
         (float(row.get("time") or 0), float(row.get("max_lag") or 0), str(row.get("key")), row.get("process"))
         for row in rows
     ]
+    for key, line in (series or {}).items():
+        points.extend((moment, value, key, None) for moment, value in line)
     if worst is not None and isinstance(worst.get("lag"), int | float):
         points.append(
             (float(worst.get("time") or 0), float(worst["lag"]), str(worst.get("key")), worst.get("process"))
@@ -859,6 +897,12 @@ def lag_plot_svg(lag: Mapping[str, Any]) -> str:
             f"{_a(format_seconds(value))}</text>"
             f"<line class='grid' x1='{left}' y1='{py(value):.1f}' x2='{width - 10}' y2='{py(value):.1f}'/>"
         )
+    for key, line in (series or {}).items():
+        path = " ".join(f"{px(moment):.1f},{py(value):.1f}" for moment, value in line)
+        parts.append(
+            f"<polyline class='lag-line' data-key='{_a(key)}' points='{path}' stroke='{colour[key]}'>"
+            f"<title>key {_a(key)}</title></polyline>"
+        )
     for moment, value, key, process in points[: len(rows)]:
         parts.append(
             f"<circle class='lag-point' cx='{px(moment):.1f}' cy='{py(value):.1f}' r='3.5' "
@@ -894,7 +938,7 @@ def _worst_sentence(worst: Any) -> str:
     )
 
 
-def lag_html(report: HistoryReport) -> str:
+def lag_html(report: HistoryReport, view: HistoryView) -> str:
     """The realtime lag: the plot, the worst lag and the greatest per process and key."""
     lag = None
     for result in report.results:
@@ -912,13 +956,23 @@ def lag_html(report: HistoryReport) -> str:
         if isinstance(row, dict)
     )
     count = lag.get("by_process_key_count")
+    series = lag_series(view)
+    drawn = (
+        f"Each line is a key: the greatest lag of its polls in each of {LAG_BUCKETS} slices of time"
+        + (
+            f" (the {MAX_LAG_KEYS} keys with the greatest lags)"
+            if series and len(series) >= MAX_LAG_KEYS
+            else ""
+        )
+        if series
+        else "Each point is a process and key at the poll where its lag was greatest"
+        + (f" ({len(listed)} of {count} shown)" if isinstance(count, int) and count > len(listed) else "")
+    )
     return (
         "<h3>Realtime lag</h3><p>Jepsen's <i>realtime lag</i>: how long before a poll an offset beyond "
         "what its process had reached was known to exist (a lower bound on the poll's staleness). "
-        "Each point is "
-        "a process and key at the poll where its lag was greatest"
-        + (f" ({len(listed)} of {count} shown)" if isinstance(count, int) and count > len(listed) else "")
-        + f".</p>{lag_plot_svg(lag)}<p>{_a(_worst_sentence(lag.get('worst')))}</p>"
+        + drawn
+        + f".</p>{lag_plot_svg(lag, series)}<p>{_a(_worst_sentence(lag.get('worst')))}</p>"
         "<details><summary>greatest lag per process and key</summary>"
         f"<table><tr><th>process</th><th>key</th><th>greatest lag</th></tr>{body}</table></details>"
     )
@@ -959,9 +1013,8 @@ ol.explanations li:hover,ol.explanations li.active{background:#fff3c4}
 .keyview{overflow:auto}.keyview th.marked{background:#ffd7d5}.keyview td.marked{background:#fff0ef}
 .keyview td.clash{background:#ffb3ad;font-weight:bold}.keyview tr.involved th{color:#cf222e}
 .keyview .skip{background:#eee;border:none}
-.worst{fill:none;stroke:#cf222e;stroke-width:2}.worst-label{font:11px sans-serif;fill:#cf222e}
-dl.conventions{display:grid;grid-template-columns:max-content auto;gap:.1em 1em;font-size:.9em}
-dl.conventions dt{font-family:monospace}dl.conventions dd{margin:0}
+.worst{fill:none;stroke:#cf222e;stroke-width:2}.lag-line{fill:none;stroke-width:1.5}
+.worst-label{font:11px sans-serif;fill:#cf222e}
 """
 
 _SCRIPT: Final = """
@@ -1233,7 +1286,7 @@ def _history_section(
         f"<section class='history' id='h{number}'><h2>{_a(report.path)}: {_verdict(report.verdict)}</h2>"
         f"{window_note}"
         + (f"<p>Allowed anomaly types found: {_a(', '.join(allowed))}</p>" if allowed else "")
-        + (lag_html(report) if report.model == "kafka" else "")
+        + (lag_html(report, view) if report.model == "kafka" else "")
         + ("".join(sections) if sections else _valid_html(report, view, number))
         + (
             f"<p class='note'>{not_detailed} more failing parts are listed below, not drawn.</p>"

@@ -20,7 +20,7 @@ from spark_checks.kafka_checker import ANOMALY_TYPES, check_kafka
 from spark_checks.kafka_histories import INJECTABLE_ANOMALIES, HistoryGenerator, KafkaHistoryBuilder
 from spark_checks.readers.jsonl import write_jsonl
 from spark_checks.report import explanations, html_report, report_json, text_summary
-from spark_checks.report_html import Axis, HistoryView, prefix_steps
+from spark_checks.report_html import Axis, HistoryView, lag_series, prefix_steps
 from tests.helpers import run_cli
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "histories"
@@ -445,3 +445,15 @@ def test_a_valid_history_shows_a_linearization() -> None:
     }
     assert linearized and all(order[number - 1] == index for number, index in linearized.items())
     assert "A linearization of the whole history" in page
+
+
+def test_the_lag_lines_reach_the_checkers_worst_lag(tmp_path: Path) -> None:
+    path = tmp_path / "lagging.jsonl"
+    write_jsonl(path, HistoryGenerator(3_000, 4, seed=11))
+    report = verify_history(path, VerifyOptions(model="kafka", engine="local"), keep_history=True)
+    assert report.history is not None
+    [lag] = [r.evidence["realtime_lag"] for r in report.results if "realtime_lag" in r.evidence]
+    series = lag_series(HistoryView.of(report.history))
+    assert series is not None and set(series) <= {"0", "1", "2", "3"}
+    assert max(value for line in series.values() for _, value in line) == lag["worst"]["lag"] > 0
+    assert "polyline class='lag-line'" in html_report([report], [report.history])

@@ -31,7 +31,7 @@ LABELLED = """(() => ({
     id: li.id, type: li.dataset.type, text: li.textContent,
   })),
   points: document.querySelectorAll('svg[data-timeline] g.point').length,
-  lagPoints: document.querySelectorAll('svg[data-plot="realtime-lag"] circle.lag-point').length,
+  lagLines: document.querySelectorAll('svg[data-plot="realtime-lag"] polyline.lag-line').length,
   marked: [...document.querySelectorAll('table[data-key] th.marked')]
     .map(th => th.closest('table').dataset.key),
 }))()"""
@@ -119,7 +119,7 @@ def test_reports_render_and_label_the_offending_calls(
                 call,
             )
     assert {s["type"] for s in page["sentences"]} == {e.kind for e in said}
-    assert page["lagPoints"] > 0
+    assert page["lagLines"] > 0  # a line per key polled
     assert {"a", "b", "c", "d"} <= set(page["marked"])
     with capsys.disabled():
         for name, shot in shots.items():
