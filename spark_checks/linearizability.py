@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import gc
 import math
+import operator
 import sys
 import time
 from collections.abc import Hashable, Iterable, Mapping, Sequence
@@ -104,6 +105,7 @@ each; c50-bad's key 0: 1.6 million in 5 s, freed in 1.3 s); both slow down alike
 machine, so the share holds where a fixed cost per entry would not (at a load of 4 per core the
 fixed 1 us per entry left the command 4 s late)."""
 _BIT_TABLE_LIMIT: Final = 4096  # calls per partition up to which single-bit masks are tabled
+_INVOKE_INDEX: Final = operator.attrgetter("invoke_index")
 
 
 def get_model(model_name: str) -> SequentialModel[Any]:
@@ -332,21 +334,27 @@ class _Problem:
         cls, calls: Sequence[Call], model: SequentialModel[Any], conventions: Mapping[str, Any]
     ) -> _Problem:
         problem = cls()
-        for call in sorted(calls, key=lambda c: c.invoke_index):
+        # Bound methods and constants in locals: this loop runs once per call of every part.
+        prepare, unknown = model.prepare, Outcome.INFO
+        add_call, add_invoke = problem.calls.append, problem.invoke.append
+        add_complete, add_input = problem.complete.append, problem.inputs.append
+        add_output, add_outcome = problem.outputs.append, problem.outcomes.append
+        for call in sorted(calls, key=_INVOKE_INDEX):
             try:
-                prepared = model.prepare(call, conventions)
+                prepared = prepare(call, conventions)
             except ValueError as error:
                 raise ValueError(f"call invoked at index {call.invoke_index}: {error}") from None
             if prepared is None:
                 continue
             call_input, call_output, outcome = prepared
-            optional = outcome == "info" or call.outcome is Outcome.INFO or call.complete_index is None
-            problem.calls.append(call)
-            problem.invoke.append(call.invoke_index)
-            problem.complete.append(None if optional else call.complete_index)
-            problem.inputs.append(call_input)
-            problem.outputs.append(call_output)
-            problem.outcomes.append("info" if optional else outcome)
+            complete = call.complete_index
+            optional = outcome == "info" or call.outcome is unknown or complete is None
+            add_call(call)
+            add_invoke(call.invoke_index)
+            add_complete(None if optional else complete)
+            add_input(call_input)
+            add_output(call_output)
+            add_outcome("info" if optional else outcome)
         return problem
 
 
