@@ -813,7 +813,7 @@ def key_view_html(key: str, log: KeyLog, explanations: Sequence[tuple[str, Expla
 _PALETTE: Final = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 
 
-LAG_SERIES_CALLS: Final = 200_000
+LAG_SERIES_CALLS: Final = 50_000
 """Histories up to this many calls get Jepsen's lag-over-time lines (every poll's lag per
 key, computed again from the history); longer ones the per-process-and-key maxima only."""
 LAG_BUCKETS: Final = 300
