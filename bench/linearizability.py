@@ -1,5 +1,5 @@
 """kafkaspec against Porcupine on Porcupine's own test data: the 102 non-empty etcd logs and the
-6 kv logs of its ``test_data`` (copied under ../shared/histories/porcupine).
+6 kv logs of its ``test_data`` (a copy beside this repository, with a manifest of the verdicts).
 
 Usage: python -m bench.linearizability [--repeat N] [--workers N]
 

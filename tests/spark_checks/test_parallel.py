@@ -33,7 +33,7 @@ from spark_checks.readers import write_jsonl
 from tests.helpers import run_cli
 
 PORCUPINE = Path(__file__).resolve().parents[3] / "shared" / "histories" / "porcupine" / "test_data"
-needs_histories = pytest.mark.skipif(not PORCUPINE.is_dir(), reason="needs ../shared/histories")
+needs_histories = pytest.mark.skipif(not PORCUPINE.is_dir(), reason="needs the Porcupine test histories")
 needs_fork = pytest.mark.skipif(not fork_available(), reason="needs fork")
 
 
