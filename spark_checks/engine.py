@@ -315,7 +315,7 @@ def _check_calls(
             progress(f"part {started}/{len(ordered)}")
 
     if pool is not None and pool.parallel and len(ordered) > 1:
-        whereabouts.part = f"{len(ordered)} parts in {pool.workers} worker processes"
+        whereabouts.part = f"1-{len(ordered)} of {len(ordered)} (in {pool.workers} worker processes)"
     results = check_parts(pool, plan, ordered, fail_fast=fail_fast, progress=progress, on_start=on_start)
     return Checked(results, operations, len(calls))
 
