@@ -157,6 +157,49 @@ def _divergence(state: PartitionState) -> str:
     return "the replicas' logs diverge"
 
 
+def _format_record_at(log: ReplicaLog, offset: int) -> str:
+    record = record_at(log, offset)
+    return "nothing" if record is None else f"v{record.value}@e{record.epoch}"
+
+
+def _strong_isr_gap(state: PartitionState) -> str:
+    """A record below a presumed leader's HW that an ISR member lacks, in words."""
+    for leader_id, leader in enumerate(state.replicas):
+        if not leader.alive or leader.role is not Role.LEADER:
+            continue
+        for member in sorted(state.controller.isr):
+            log = state.replicas[member].log
+            for offset in range(
+                max(leader.log.log_start_offset, log.log_start_offset), leader.log.high_watermark
+            ):
+                if record_at(log, offset) != record_at(leader.log, offset):
+                    return (
+                        f"replica {leader_id} (leader in epoch {leader.leader_epoch}) has HW "
+                        f"{leader.log.high_watermark} over {_format_record_at(leader.log, offset)} at offset "
+                        f"{offset}, where ISR member {member} holds {_format_record_at(log, offset)}"
+                    )
+    return "a record below a leader's HW is missing from an ISR member"
+
+
+def _follower_read_gap(state: PartitionState) -> str:
+    """A record below a follower's HW that the true leader does not hold, in words."""
+    leader_id = partition.true_leader(state)
+    if leader_id is not None:
+        leader_log = state.replicas[leader_id].log
+        for replica_id, replica in enumerate(state.replicas):
+            if not replica.alive or replica.role is Role.LEADER:
+                continue
+            log = replica.log
+            for offset in range(log.log_start_offset, log.high_watermark):
+                if record_at(log, offset) != record_at(leader_log, offset):
+                    return (
+                        f"replica {replica_id}'s HW {log.high_watermark} lets a consumer read "
+                        f"{_format_record_at(log, offset)} at offset {offset}, where the leader {leader_id} "
+                        f"holds {_format_record_at(leader_log, offset)}"
+                    )
+    return "a follower's HW covers a record the leader does not hold"
+
+
 def explain(property_name: str, state: PartitionState) -> str:
     """Why `property_name` fails in `state`, in one sentence."""
     history = state.history
@@ -170,6 +213,10 @@ def explain(property_name: str, state: PartitionState) -> str:
         return _missing_record(state, history.acknowledged_all, "acknowledged with acks=all")
     if property_name in {"replicas_agree_on_epoch_offsets", "followers_are_prefix_of_leader"}:
         return _divergence(state)
+    if property_name == "strong_isr":
+        return _strong_isr_gap(state)
+    if property_name == "follower_reads_survive":
+        return _follower_read_gap(state)
     invariant = partition.INVARIANTS.get(property_name) or partition.RULE_INVARIANTS[property_name]
     description = (invariant.__doc__ or property_name).split(".")[0]
     return f"this state breaks: {' '.join(description.split())}"

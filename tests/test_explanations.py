@@ -232,16 +232,12 @@ COUNTEREXAMPLES = {
     "kip-320-fenced-truncation-broken-rule": (
         "strong_isr",
         9,
-        "this state breaks: Every record below the HW of any replica presuming leadership is held, at the "
-        "same offset, by every member of the controller's ISR, so whoever is elected next holds what "
-        "consumers may have read",
+        "replica 0 (leader in epoch 0) has HW 1 over v0@e0 at offset 0, where ISR member 1 holds nothing",
     ),
     "kip-320-first-try-broken-rule": (
         "strong_isr",
         12,
-        "this state breaks: Every record below the HW of any replica presuming leadership is held, at the "
-        "same offset, by every member of the controller's ISR, so whoever is elected next holds what "
-        "consumers may have read",
+        "replica 0 (leader in epoch 0) has HW 1 over v0@e0 at offset 0, where ISR member 1 holds nothing",
     ),
     "kafka-7128-isr-expansion-broken-rule": (
         "committed_records_survive",
@@ -251,9 +247,7 @@ COUNTEREXAMPLES = {
     "kafka-14704-follower-hw-broken-rule": (
         "follower_reads_survive",
         7,
-        "this state breaks: A consumer fetching from a follower (KIP-392, or a client without KIP-320 "
-        "reading below a replica's HW) never reads a record the true leader does not hold: everything "
-        "below a live non-leader replica's HW is in the true leader's log at the same offset",
+        "replica 0's HW 1 lets a consumer read v0@e0 at offset 0, where the leader 1 holds v1@e1",
     ),
     "kip-966-last-replica-standing-broken-rule": (
         "committed_records_survive_lossy_shutdowns",
