@@ -742,6 +742,8 @@ class GroupCoordinator:
         if not self._supports_protocols(group, request.protocol_type, request.protocols):
             return _join_error(Errors.INCONSISTENT_GROUP_PROTOCOL, member_id)
         if member_id in group.pending_members:
+            if request.group_instance_id is not None:  # Kafka throws: a pending member is never static
+                return _join_error(Errors.UNKNOWN_SERVER_ERROR)
             return self._add_member_and_rebalance(group, request, member_id, client)
         error = self._validate_member(group, member_id, request.group_instance_id)
         if error is not Errors.NONE:

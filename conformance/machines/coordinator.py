@@ -49,12 +49,10 @@ Refinement (the reference against the spec)
     commit with a negative generation to an Empty group, which Kafka and the spec accept
     from anyone, member id or not, while the property exempts only an empty member id).
 
-Outside the spec's domain
     A JoinGroup that carries a member id handed out with MEMBER_ID_REQUIRED (a pending id,
-    only ever given to dynamic members) together with a `group.instance.id` is never sent:
-    Kafka throws IllegalStateException for it (`classicGroupJoinExistingMember`: "pending
-    member cannot be a static member"), while the spec adds the member and, if another member
-    has that instance id, breaks its own `one_member_per_instance`.
+    only ever given to dynamic members) together with a `group.instance.id` is sent too: Kafka
+    throws IllegalStateException for it (`classicGroupJoinExistingMember`: "pending member
+    cannot be a static member"), which its coordinator service answers UNKNOWN_SERVER_ERROR.
 """
 
 from __future__ import annotations
@@ -501,8 +499,7 @@ def draw_join(draw: Pick, group_id: GroupId, group: ClassicGroup, seen: Sequence
         return JoinGroup(group_id, request, client)
     if situation == "stale":
         member_id = _choose(draw, (*seen, GARBAGE_MEMBER_ID))
-        # never a pending id with an instance id: outside the spec's domain (see the docstring)
-        instance = _instance(draw) if member_id not in group.pending_members else None
+        instance = _instance(draw)
         request = JoinGroupRequest(member_id, instance, protocol_type, protocols, require_known)
         return JoinGroup(group_id, request, client)
     request = JoinGroupRequest(UNKNOWN_MEMBER_ID, None, protocol_type, protocols, require_known)

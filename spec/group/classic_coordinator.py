@@ -607,6 +607,10 @@ def _join_existing_member(group: ClassicGroup, request: JoinGroupRequest, client
     if not supports_protocols(group, request.protocol_type, request.protocols):
         return Outcome(group, _join_error(Errors.INCONSISTENT_GROUP_PROTOCOL, member_id))
     if member_id in group.pending_members:
+        if request.group_instance_id is not None:
+            # pending ids are only handed to dynamic members: Kafka throws IllegalStateException,
+            # which the coordinator service answers as UNKNOWN_SERVER_ERROR, changing nothing
+            return Outcome(group, _join_error(Errors.UNKNOWN_SERVER_ERROR))
         return _add_member_and_rebalance(group, request, member_id, client)
     error = validate_member(group, member_id, request.group_instance_id)
     if error is not Errors.NONE:

@@ -49,6 +49,7 @@ class Errors(enum.Enum):
     answer the same code in the same situation.
     """
 
+    UNKNOWN_SERVER_ERROR = -1  # an exception in the coordinator (`handleOperationException`)
     NONE = 0
     UNKNOWN_TOPIC_OR_PARTITION = 3
     OFFSET_METADATA_TOO_LARGE = 12
