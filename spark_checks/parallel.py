@@ -246,6 +246,8 @@ def _inline(
     stop: Stop | None = None
     for position, index in enumerate(order):
         task = tasks[index]
+        if errors and index > min(errors):  # only an earlier task's error could be raised instead
+            continue
         if stop is not None:
             results[index] = stopped(index, stop)
             continue
@@ -323,10 +325,18 @@ class _Run(Generic[R]):
                     break
                 ready = wait(list(busy), timeout=None if math.isinf(left) else left)
                 for connection in ready:
-                    worker = busy[connection]  # type: ignore[index]
+                    worker = busy.get(connection)  # type: ignore[call-overload]
+                    if worker is None:  # killed meanwhile (its answer was not needed)
+                        continue
                     if self._receive(worker):
                         del busy[worker.connection]
                         index = worker.task
+                        if self.errors:  # only an earlier task's error could be raised instead
+                            first = min(self.errors)
+                            self.queue = [queued for queued in self.queue if queued < first]
+                            for needless in [other for other in busy.values() if other.task > first]:
+                                _kill(needless)  # its answer would not be used
+                                del busy[needless.connection]
                         if fail_fast and index in self.results and self.is_invalid(self.results[index]):
                             stop = Stop(StopKind.FAIL_FAST, self.tasks[index].name)
                         if stop is None and self.queue and time.time() < deadline:

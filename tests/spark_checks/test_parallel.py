@@ -228,6 +228,18 @@ def test_the_earliest_bad_input_is_raised_as_itself(workers: int) -> None:
     assert raised.value.position == Position("h.jsonl", line=3)
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_after_bad_input_only_earlier_tasks_run(workers: int) -> None:
+    # Task 1 (the smallest) fails first; task 2 comes after it in the tasks' order, so its
+    # result could change nothing: it is not run (or is stopped), and task 0's error is raised.
+    tasks = [Task(9, _bad_input, (3,), "a"), Task(1, _bad_input, (7,), "b"), Task(5, _sleep, (60.0,), "c")]
+    started = time.time()
+    with WorkerPool(workers) as pool, pytest.raises(HistoryError) as raised:
+        pool.run(tasks, is_invalid=lambda _r: False, stopped=_stopped)
+    assert time.time() - started < 10
+    assert raised.value.position == Position("h.jsonl", line=3)
+
+
 @needs_fork
 def test_a_bug_in_a_worker_is_a_worker_error_with_its_traceback() -> None:
     with WorkerPool(2) as pool, pytest.raises(WorkerError) as raised:
