@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 import orjson
 import pyarrow as pa
 
-from spark_checks.history import HistoryError, JsonValue, Operation, OpType, Position
+from spark_checks.history import Call, HistoryError, JsonValue, Operation, OpType, Outcome, Position, new_call
 from spark_checks.readers._common import make_operation, shown
 from spark_checks.readers.edn import EXPECTED_OP, iter_forms
 from spark_checks.readers.jsonl import parse_line
@@ -381,6 +381,47 @@ def _parquet_batches(
             if out.add(_checked_row(operation, None, row, Position(source, row=row))):
                 yield out.take()
     yield out.take()
+
+
+def call_row(call: Call, invoke_position: int | None, complete_position: int | None) -> dict[str, Any]:
+    """A call as a row of `CALL_SCHEMA` (the one encoding of a call), its invocation and
+    completion read at the given lines (or Parquet rows)."""
+    return {
+        "process": json_text(call.process),
+        "f": call.f,
+        "input": _optional_json(call.input),
+        "output": _optional_json(call.output),
+        "outcome": call.outcome.value,
+        "invoke_index": call.invoke_index,
+        "complete_index": call.complete_index,
+        "key": _optional_json(call.key),
+        "invoke_time": call.invoke_time,
+        "complete_time": call.complete_time,
+        "completion_value": _optional_json(call.completion_value),
+        "invoke_position": invoke_position,
+        "complete_position": complete_position,
+    }
+
+
+def _from_json(text: str | None) -> JsonValue:
+    return None if text is None else json.loads(text)
+
+
+def call_from_row(row: Mapping[str, Any]) -> Call:
+    """The `Call` a row of `CALL_SCHEMA` encodes (`call_row`'s inverse, positions aside)."""
+    return new_call(
+        json.loads(row["process"]),
+        row["f"],
+        _from_json(row["input"]),
+        _from_json(row["output"]),
+        Outcome(row["outcome"]),
+        row["invoke_index"],
+        row["complete_index"],
+        _from_json(row["key"]),
+        row["invoke_time"],
+        row["complete_time"],
+        _from_json(row["completion_value"]),
+    )
 
 
 # --- calls_frame -----------------------------------------------------------------------------------
