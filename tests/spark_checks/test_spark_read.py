@@ -138,8 +138,8 @@ def crosses_a_split(path: Path, fmt: str, call: dict[str, Any]) -> bool:
     starts = [0]
     for line in path.read_bytes().splitlines(keepends=True):
         starts.append(starts[-1] + len(line))
-    split_of = [start // TINY_SPLIT_BYTES for start in starts]
-    return split_of[call["invoke_position"] - 1] != split_of[call["complete_position"] - 1]
+    invoked, completed = int(call["invoke_position"]), int(call["complete_position"])
+    return starts[invoked - 1] // TINY_SPLIT_BYTES != starts[completed - 1] // TINY_SPLIT_BYTES
 
 
 def spark_calls(spark: Any, path: Path, fmt: str, uri: str | None = None) -> Any:
