@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,9 +30,29 @@ def action_arguments(action: object | None) -> dict[str, object]:
     return {field.name: _plain(getattr(action, field.name)) for field in dataclasses.fields(action)}
 
 
+def _argument_text(value: object) -> str:
+    """An action's argument as text: a dataclass (e.g. the ZooKeeper controller's queued
+    `PendingEvent`) by its type and the fields that differ from their defaults, enums inside
+    it by name (`PendingEvent(kind=REELECT)`, not `{'kind': 0, ...}`)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        shown = []
+        for item in dataclasses.fields(value):
+            field_value = getattr(value, item.name)
+            if item.name.startswith("_") or field_value == item.default:
+                continue
+            text = field_value.name if isinstance(field_value, enum.Enum) else _argument_text(field_value)
+            shown.append(f"{item.name}={text}")
+        return f"{type(value).__name__}({', '.join(shown)})"
+    return str(_plain(value))
+
+
 def describe_action(action: object | None) -> str:
     """`LeaderHandleFetch(follower=1)`."""
-    arguments = ", ".join(f"{name}={value}" for name, value in action_arguments(action).items())
+    if action is None or not dataclasses.is_dataclass(action):
+        return f"{action_name(action)}()"
+    arguments = ", ".join(
+        f"{item.name}={_argument_text(getattr(action, item.name))}" for item in dataclasses.fields(action)
+    )
     return f"{action_name(action)}({arguments})"
 
 

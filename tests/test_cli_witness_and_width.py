@@ -214,3 +214,16 @@ def test_check_summary_marks_a_vacuous_pass(capsys, monkeypatch):
     assert code == 1
     assert "never reached: record_committed, partition_offline" in " ".join(out.split())
     assert re.search(r"clean-election\s+no violation .* VACUOUS", out)
+
+
+def test_a_queued_controller_event_reads_by_its_kind(capsys):
+    """The ZooKeeper controller's `ControllerProcessEvent` names the event it handles, with the
+    fields that matter, not the enum's number (`--json` keeps the plain values)."""
+    code, out, _ = run_cli(capsys, "check", "zk-zombie-controller-unfenced", "--workers", "1")
+    assert code == 1
+    assert "step 4: ControllerProcessEvent(broker=0, event=PendingEvent(kind=REELECT))" in out
+    assert "event=PendingEvent(kind=CONTROLLED_SHUTDOWN, broker=0, broker_epoch=1)" in out
+    assert "'kind'" not in out
+    code, out, _ = run_cli(capsys, "check", "zk-zombie-controller-unfenced", "--workers", "1", "--json")
+    (entry,) = json.loads(out)["scenarios"]
+    assert entry["trace"][4]["args"]["event"] == {"kind": 0, "broker": -1, "broker_epoch": -1}
