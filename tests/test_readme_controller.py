@@ -151,3 +151,21 @@ def test_every_controller_scenario_is_in_the_readme() -> None:
             name.endswith(suffix) and f"`{name[: -len(suffix)]}" in controller for suffix in shorthand
         )
         assert f"`{name}`" in controller or paired, name
+
+
+def without_timing(line: str) -> str:
+    return re.sub(r"[\d.,]+ (s|states/s)\b", r"N \1", line)
+
+
+def test_the_first_counterexample_of_the_readme_is_what_check_prints(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    text = section("## Reading a counterexample")
+    block = text[text.index("```\n") + 4 :]
+    quoted = block[: block.index("```")].splitlines()
+    assert quoted[0] == "$ kafkaspec check acks1-loss"
+    code, out, _ = run_cli(capsys, "check", "acks1-loss", "--workers", "1")
+    assert code == 1
+    # seconds and states per second vary from run to run; the rest is the same text
+    printed = out.splitlines()
+    assert [without_timing(line) for line in quoted[1:]] == [without_timing(line) for line in printed]
