@@ -62,7 +62,7 @@ from spark_checks.history import (
     Whereabouts,
     pair_calls,
 )
-from spark_checks.parallel import Tally, WorkerPool, check_parts
+from spark_checks.parallel import EARLY_START_BYTES, Tally, WorkerPool, check_parts
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -165,6 +165,8 @@ def verify_history(
     if not file.is_file():
         raise HistoryError(Position(str(path)), "no such file")
     engine = choose_engine(file, options.engine)
+    if pool is not None and engine == "local" and file.stat().st_size >= EARLY_START_BYTES:
+        pool.start()  # before the history is read (see `WorkerPool.start`)
     started = time.perf_counter()
     info, operations = readers.open_history(file, options.fmt)
     sample = list(itertools.islice(operations, 2000))

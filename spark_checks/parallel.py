@@ -67,6 +67,9 @@ costs about a millisecond per history, more than checking a small one takes."""
 PARALLEL_MIN_BYTES = 50_000
 """The same threshold for the encoded parts of a JSON Lines history (about 100 bytes a call)."""
 
+EARLY_START_BYTES = 1024 * 1024
+"""A history file this large has the workers forked before it is read (`WorkerPool.start`)."""
+
 KILL_GRACE_SECONDS = 0.2
 """A worker still busy this long after the deadline is killed. Its own search stops early
 enough to free its cache before the deadline; the grace lets a result that is on its way
@@ -213,6 +216,14 @@ class WorkerPool:
                 run = _Run(tasks, order, workers, self, is_invalid, stopped, on_done, on_progress)
                 return run.go(shared, fail_fast, deadline)
         return _inline(tasks, shared, order, is_invalid, stopped, fail_fast, on_done, on_progress, on_start)
+
+    def start(self) -> None:
+        """Fork the workers now, before this process holds a large history: a worker forked
+        later shares the pages the history occupied at the fork, and keeps them alive after
+        this process has dropped it."""
+        if self.parallel:
+            started = self._start(self.workers)  # `_start` rebinds `_idle`: extend the new list
+            self._idle.extend(started)
 
     def _start(self, count: int) -> list[_Worker]:
         """`count` idle workers (forking the missing ones); fewer if the system refuses."""
@@ -583,6 +594,7 @@ class Tally:
 
 
 __all__ = [
+    "EARLY_START_BYTES",
     "KILL_GRACE_SECONDS",
     "PARALLEL_MIN_BYTES",
     "PARALLEL_MIN_CALLS",

@@ -12,11 +12,13 @@ from typing import Any
 
 import pytest
 
+from spark_checks import readers
 from spark_checks.checking import Budget
 from spark_checks.engine import HistoryReport, VerifyOptions, verify_history
 from spark_checks.history import HistoryError, Position, Verdict
 from spark_checks.kafka_histories import INJECTABLE_ANOMALIES, generate_history
 from spark_checks.parallel import (
+    EARLY_START_BYTES,
     KILL_GRACE_SECONDS,
     PARALLEL_MIN_CALLS,
     Stop,
@@ -102,6 +104,27 @@ def test_workers_give_the_results_of_one_process_on_kafka(tmp_path: Path, genera
     assert alone.verdict is Verdict.INVALID
     assert len(alone.results) > 2
     assert comparable(together) == comparable(alone)
+
+
+@needs_fork
+def test_workers_start_before_a_large_history_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    history = tmp_path / "big.jsonl"
+    write_jsonl(history, generate_history(8_000, 8, seed=5))
+    assert history.stat().st_size >= EARLY_START_BYTES
+    seen: list[int] = []
+    reading = readers.open_history
+
+    def watched(*arguments: Any) -> Any:
+        seen.append(pool.idle_workers)
+        return reading(*arguments)
+
+    monkeypatch.setattr(readers, "open_history", watched)
+    with WorkerPool(2) as pool:
+        report = verify_history(history, VerifyOptions(engine="local"), pool=pool)
+    assert seen and seen[0] == 2  # forked before the history was read
+    assert report.verdict is Verdict.VALID
 
 
 @needs_histories
