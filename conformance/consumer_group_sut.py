@@ -36,12 +36,11 @@ Plugging in your own
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from conformance.sut import load_factory
+from conformance.sut import resolve_factory
 from reference.consumer_group import ReferenceConsumerGroupCoordinator
 from spec.group.consumer import (
     CommitEpochRule,
@@ -288,36 +287,14 @@ class ReferenceConsumerGroupTarget:
 IMPL_MODULE = "conformance.impl_consumer_group"
 """Where kafkaspec's optimized consumer-group coordinator adapter lives (imported only when asked for)."""
 
-BUILTIN_TARGETS = ("impl", "reference")
-
-
-def _impl_factory() -> ConsumerGroupFactory:
-    try:
-        module = importlib.import_module(IMPL_MODULE)
-    except ImportError as error:
-        raise ValueError(
-            f"conformance target 'impl': the optimized consumer-group coordinator ({IMPL_MODULE}) "
-            f"does not import: {error}"
-        ) from None
-    factory = getattr(module, "ImplConsumerGroupCoordinator", None)
-    if factory is None or not callable(factory):
-        raise ValueError(
-            f"conformance target 'impl': {IMPL_MODULE} has no callable 'ImplConsumerGroupCoordinator'"
-        )
-    checked: ConsumerGroupFactory = factory
-    return checked
-
 
 def resolve_consumer_group_target(target: str) -> ConsumerGroupFactory:
     """The factory named by `target`: ``reference``, ``impl`` or ``MODULE:FACTORY``; a
     ValueError saying what is accepted for anything else."""
-    if target == "reference":
-        return ReferenceConsumerGroupTarget
-    if target == "impl":
-        return _impl_factory()
-    checked: ConsumerGroupFactory = load_factory(
+    checked: ConsumerGroupFactory = resolve_factory(
         target,
-        BUILTIN_TARGETS,
+        ReferenceConsumerGroupTarget,
+        (IMPL_MODULE, "ImplConsumerGroupCoordinator", "the optimized consumer-group coordinator"),
         "it must take ConsumerGroupSettings and return a ConsumerGroupCoordinatorUnderTest",
     )
     return checked

@@ -44,11 +44,10 @@ Plugging in your own
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-from conformance.sut import load_factory
+from conformance.sut import resolve_factory
 from reference.controller import ReferenceController
 from spec.controller.types import (
     AlterPartitionRequest,
@@ -109,36 +108,19 @@ ControllerFactory = Callable[[ControllerSettings], ControllerUnderTest]
 IMPL_MODULE = "conformance.impl_controller"
 """Where kafkaspec's optimized controller adapter lives (imported only when asked for)."""
 
-BUILTIN_TARGETS = ("impl", "reference")
-
 
 def _reference_factory(settings: ControllerSettings) -> ControllerUnderTest:
     return ReferenceController(settings)
 
 
-def _impl_factory() -> ControllerFactory:
-    try:
-        module = importlib.import_module(IMPL_MODULE)
-    except ImportError as error:
-        raise ValueError(
-            f"conformance target 'impl': the optimized controller ({IMPL_MODULE}) does not import: {error}"
-        ) from None
-    factory = getattr(module, "ImplController", None)
-    if factory is None or not callable(factory):
-        raise ValueError(f"conformance target 'impl': {IMPL_MODULE} has no callable 'ImplController'")
-    checked: ControllerFactory = factory
-    return checked
-
-
 def resolve_controller_target(target: str) -> ControllerFactory:
     """The factory named by `target`: ``reference``, ``impl`` or ``MODULE:FACTORY``; a
     ValueError saying what is accepted for anything else."""
-    if target == "reference":
-        return _reference_factory
-    if target == "impl":
-        return _impl_factory()
-    checked: ControllerFactory = load_factory(
-        target, BUILTIN_TARGETS, "it must take ControllerSettings and return a ControllerUnderTest"
+    checked: ControllerFactory = resolve_factory(
+        target,
+        _reference_factory,
+        (IMPL_MODULE, "ImplController", "the optimized controller"),
+        "it must take ControllerSettings and return a ControllerUnderTest",
     )
     return checked
 

@@ -47,12 +47,11 @@ Plugging in your own
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from conformance.sut import load_factory
+from conformance.sut import resolve_factory
 from reference.coordinator import ReferenceClassicCoordinator
 from spec.group.classic_coordinator import ClassicGroup, CoordinatorRules
 from spec.group.types import (
@@ -285,33 +284,14 @@ class ReferenceCoordinatorTarget:
 IMPL_MODULE = "conformance.impl_coordinator"
 """Where kafkaspec's optimized coordinator adapter lives (imported only when asked for)."""
 
-BUILTIN_TARGETS = ("impl", "reference")
-
-
-def _impl_factory() -> CoordinatorFactory:
-    try:
-        module = importlib.import_module(IMPL_MODULE)
-    except ImportError as error:
-        raise ValueError(
-            f"conformance target 'impl': the optimized coordinator ({IMPL_MODULE}) does not import: {error}"
-        ) from None
-    factory = getattr(module, "ImplCoordinator", None)
-    if factory is None or not callable(factory):
-        raise ValueError(f"conformance target 'impl': {IMPL_MODULE} has no callable 'ImplCoordinator'")
-    checked: CoordinatorFactory = factory
-    return checked
-
 
 def resolve_coordinator_target(target: str) -> CoordinatorFactory:
     """The factory named by `target`: ``reference``, ``impl`` or ``MODULE:FACTORY``; a
     ValueError saying what is accepted for anything else."""
-    if target == "reference":
-        return ReferenceCoordinatorTarget
-    if target == "impl":
-        return _impl_factory()
-    checked: CoordinatorFactory = load_factory(
+    checked: CoordinatorFactory = resolve_factory(
         target,
-        BUILTIN_TARGETS,
+        ReferenceCoordinatorTarget,
+        (IMPL_MODULE, "ImplCoordinator", "the optimized coordinator"),
         "it must take CoordinatorSettings and return a ClassicCoordinatorUnderTest",
     )
     return checked

@@ -47,12 +47,11 @@ Why actions and not requests
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from conformance.sut import load_factory
+from conformance.sut import resolve_factory
 from reference.partition import ReferencePartition, running_config
 from spec.partition import PartitionConfig, PartitionState, Replica
 from spec.types import Acks, EpochEntry, ErrorCode, Record, ReplicaId, TruncationRule
@@ -285,24 +284,6 @@ class ReferencePartitionTarget:
 IMPL_MODULE = "conformance.impl_partition"
 """Where kafkaspec's optimized partition adapter lives (imported only when asked for)."""
 
-BUILTIN_TARGETS = ("impl", "reference")
-
-
-def _impl_factory() -> PartitionFactory:
-    """`conformance.impl_partition.ImplPartition`, imported now (not at module import, so
-    the suite runs against the reference without the optimized implementation)."""
-    try:
-        module = importlib.import_module(IMPL_MODULE)
-    except ImportError as error:
-        raise ValueError(
-            f"conformance target 'impl': the optimized partition ({IMPL_MODULE}) does not import: {error}"
-        ) from None
-    factory = getattr(module, "ImplPartition", None)
-    if factory is None or not callable(factory):
-        raise ValueError(f"conformance target 'impl': {IMPL_MODULE} has no callable 'ImplPartition'")
-    checked: PartitionFactory = factory
-    return checked
-
 
 def resolve_partition_target(target: str) -> PartitionFactory:
     """The factory named by `target`: ``reference``, ``impl`` or ``MODULE:FACTORY``.
@@ -310,12 +291,11 @@ def resolve_partition_target(target: str) -> PartitionFactory:
     Raises ValueError, saying what is accepted, for anything else (an unknown name, a module
     that does not import, a missing or non-callable factory).
     """
-    if target == "reference":
-        return ReferencePartitionTarget
-    if target == "impl":
-        return _impl_factory()
-    checked: PartitionFactory = load_factory(
-        target, BUILTIN_TARGETS, "it must take ReplicationSettings and return a PartitionUnderTest"
+    checked: PartitionFactory = resolve_factory(
+        target,
+        ReferencePartitionTarget,
+        (IMPL_MODULE, "ImplPartition", "the optimized partition"),
+        "it must take ReplicationSettings and return a PartitionUnderTest",
     )
     return checked
 

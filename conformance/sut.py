@@ -360,6 +360,29 @@ def load_factory(target: str, builtin_names: Sequence[str], contract: str) -> An
     return factory  # what it returns is checked when it is called (`make_log`, `make_partition`)
 
 
+def resolve_factory(target: str, reference: Any, impl: tuple[str, str, str], contract: str) -> Any:
+    """The factory a suite's ``--target`` names: ``reference`` (`reference`), ``impl`` (the
+    callable `impl[1]` of module `impl[0]`, imported only now, so a suite runs against the
+    reference even when the optimized implementation does not import; `impl[2]` says what it
+    is) or ``MODULE:FACTORY`` (`load_factory`, `contract` saying what it must do); a
+    ValueError saying what is accepted for anything else."""
+    if target == "reference":
+        return reference
+    if target != "impl":
+        return load_factory(target, ("impl", "reference"), contract)
+    module_name, attribute, what = impl
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ValueError(
+            f"conformance target 'impl': {what} ({module_name}) does not import: {error}"
+        ) from None
+    factory = getattr(module, attribute, None)
+    if factory is None or not callable(factory):
+        raise ValueError(f"conformance target 'impl': {module_name} has no callable {attribute!r}")
+    return factory
+
+
 def make_log(target: str) -> LogUnderTest:
     """A fresh log for `target`, checked to implement `LogUnderTest`."""
     made = resolve_target(target)()

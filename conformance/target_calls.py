@@ -7,6 +7,8 @@
   item, where a view or an answer differs: "replicas[1].high_watermark", "members (count)".
   A list holding the same items as the reference's tuple is the same observation (a target
   written in another style may return lists).
+* `bound_machine`: a suite's state machine class bound to one target (Hypothesis runs a
+  class, so the target and the per-call time limit are class attributes).
 * `TargetCalls`: the command log, the failure message built from it, and the guarded call
   into the target (`conformance.guard`): an exception or `sys.exit` from the target is a
   divergence, and a call that hangs is stopped and reported with the commands so far.
@@ -16,11 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import fields, is_dataclass
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
-from conformance.guard import TargetExitError, TargetHungError, call_target
+from conformance.guard import TargetExitError, TargetHungError, call_target, check_command_seconds
 
 T = TypeVar("T")
+Machine = TypeVar("Machine", bound=type)
 Settings = TypeVar("Settings")
 
 
@@ -87,3 +90,16 @@ class TargetCalls(Generic[Settings]):
             if usage_errors and isinstance(error, ValueError):
                 raise
             raise self.fail(f"{command}: the target raised {error!r}") from error
+
+
+def bound_machine(
+    machine: Machine, target: str, command_seconds: float, resolve: Callable[[str], object], **extra: object
+) -> Machine:
+    """A subclass of `machine` whose `target` and `command_seconds` (checked) are `target` and
+    `command_seconds`, and whose other class attributes are `extra`. `resolve(target)` runs
+    first, so a bad target string fails at once with its clear ValueError."""
+    resolve(target)
+    safe = "".join(character if character.isalnum() else "_" for character in target)
+    attributes = {"target": target, "command_seconds": check_command_seconds(command_seconds), **extra}
+    name = f"{machine.__name__.removesuffix('Machine')}_{safe}"  # e.g. ControllerConformance_impl
+    return cast(Machine, type(name, (machine,), attributes))

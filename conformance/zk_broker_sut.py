@@ -27,11 +27,10 @@ Plugging in your own
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-from conformance.sut import load_factory
+from conformance.sut import resolve_factory
 from reference.zk_broker import ReferenceZkBroker
 from spec.controller.types import ControlRequest, ControlResponse, ZkBrokerSettings, ZkBrokerView
 
@@ -58,36 +57,19 @@ ZkBrokerFactory = Callable[[ZkBrokerSettings], ZkBrokerUnderTest]
 IMPL_MODULE = "conformance.impl_zk_broker"
 """Where kafkaspec's own ZooKeeper-era broker adapter lives (imported only when asked for)."""
 
-BUILTIN_TARGETS = ("impl", "reference")
-
 
 def _reference_factory(settings: ZkBrokerSettings) -> ZkBrokerUnderTest:
     return ReferenceZkBroker(settings)
 
 
-def _impl_factory() -> ZkBrokerFactory:
-    try:
-        module = importlib.import_module(IMPL_MODULE)
-    except ImportError as error:
-        raise ValueError(
-            f"conformance target 'impl': the ZooKeeper-era broker ({IMPL_MODULE}) does not import: {error}"
-        ) from None
-    factory = getattr(module, "ImplZkBroker", None)
-    if factory is None or not callable(factory):
-        raise ValueError(f"conformance target 'impl': {IMPL_MODULE} has no callable 'ImplZkBroker'")
-    checked: ZkBrokerFactory = factory
-    return checked
-
-
 def resolve_zk_broker_target(target: str) -> ZkBrokerFactory:
     """The factory named by `target`: ``reference``, ``impl`` or ``MODULE:FACTORY``; a
     ValueError saying what is accepted for anything else."""
-    if target == "reference":
-        return _reference_factory
-    if target == "impl":
-        return _impl_factory()
-    checked: ZkBrokerFactory = load_factory(
-        target, BUILTIN_TARGETS, "it must take ZkBrokerSettings and return a ZkBrokerUnderTest"
+    checked: ZkBrokerFactory = resolve_factory(
+        target,
+        _reference_factory,
+        (IMPL_MODULE, "ImplZkBroker", "the ZooKeeper-era broker"),
+        "it must take ZkBrokerSettings and return a ZkBrokerUnderTest",
     )
     return checked
 

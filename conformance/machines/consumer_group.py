@@ -61,8 +61,8 @@ from conformance.consumer_group_sut import (
     resolve_consumer_group_target,
     view_of,
 )
-from conformance.guard import DEFAULT_COMMAND_SECONDS, check_command_seconds
-from conformance.target_calls import DivergenceError, TargetCalls
+from conformance.guard import DEFAULT_COMMAND_SECONDS
+from conformance.target_calls import DivergenceError, TargetCalls, bound_machine
 from reference.consumer_group import ReferenceConsumerGroupCoordinator, client_of, partitions_of
 from spec.group import consumer
 from spec.group.consumer import ConsumerGroupConfig, Coordinator, GroupState
@@ -639,12 +639,8 @@ def consumer_group_machine_for(
     """The machine bound to `target` (``reference``, ``impl`` or ``MODULE:FACTORY``), each
     call into the target stopped after `command_seconds`, observing `groups` after each command
     (the exhaustive suite uses one group)."""
-    resolve_consumer_group_target(target)  # fail fast on a bad target string
-    safe = "".join(character if character.isalnum() else "_" for character in target)
-    return type(
-        f"ConsumerGroupConformance_{safe}",
-        (ConsumerGroupConformanceMachine,),
-        {"target": target, "command_seconds": check_command_seconds(command_seconds), "groups": groups},
+    return bound_machine(
+        ConsumerGroupConformanceMachine, target, command_seconds, resolve_consumer_group_target, groups=groups
     )
 
 

@@ -46,9 +46,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 from conformance.controller_sut import ControllerUnderTest, make_controller, resolve_controller_target
 from conformance.guard import (
     DEFAULT_COMMAND_SECONDS,
-    check_command_seconds,
 )
-from conformance.target_calls import TargetCalls, first_difference
+from conformance.target_calls import TargetCalls, bound_machine, first_difference
 from reference.controller import ReferenceController
 from spec.controller import kraft
 from spec.controller.kraft_brokers import BrokerRegistration
@@ -450,10 +449,4 @@ def controller_machine_for(
 ) -> type[ControllerConformanceMachine]:
     """The machine bound to `target` (``reference``, ``impl`` or ``MODULE:FACTORY``), each call
     into the target stopped after `command_seconds`."""
-    resolve_controller_target(target)  # fail fast, with a clear ValueError, on a bad target string
-    safe = "".join(character if character.isalnum() else "_" for character in target)
-    return type(
-        f"ControllerConformance_{safe}",
-        (ControllerConformanceMachine,),
-        {"target": target, "command_seconds": check_command_seconds(command_seconds)},
-    )
+    return bound_machine(ControllerConformanceMachine, target, command_seconds, resolve_controller_target)

@@ -78,8 +78,8 @@ from conformance.coordinator_sut import (
     resolve_coordinator_target,
     view_of,
 )
-from conformance.guard import DEFAULT_COMMAND_SECONDS, check_command_seconds
-from conformance.target_calls import TargetCalls
+from conformance.guard import DEFAULT_COMMAND_SECONDS
+from conformance.target_calls import TargetCalls, bound_machine
 from reference.coordinator import ReferenceClassicCoordinator, offset_expiry
 from spec.group import classic
 from spec.group import classic_coordinator as coordinator_spec
@@ -950,13 +950,7 @@ def coordinator_machine_for(
 ) -> type[CoordinatorConformanceMachine]:
     """The machine bound to `target` (``reference``, ``impl`` or ``MODULE:FACTORY``), each
     call into the target stopped after `command_seconds`."""
-    resolve_coordinator_target(target)  # fail fast, with a clear ValueError, on a bad target string
-    safe = "".join(character if character.isalnum() else "_" for character in target)
-    return type(
-        f"CoordinatorConformance_{safe}",
-        (CoordinatorConformanceMachine,),
-        {"target": target, "command_seconds": check_command_seconds(command_seconds)},
-    )
+    return bound_machine(CoordinatorConformanceMachine, target, command_seconds, resolve_coordinator_target)
 
 
 class ReferenceCoordinatorConformance(CoordinatorConformanceMachine):

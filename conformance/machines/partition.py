@@ -52,7 +52,7 @@ from typing import ClassVar, TypeVar
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
-from conformance.guard import DEFAULT_COMMAND_SECONDS, check_command_seconds
+from conformance.guard import DEFAULT_COMMAND_SECONDS
 from conformance.partition_sut import (
     PartitionUnderTest,
     PartitionView,
@@ -63,7 +63,7 @@ from conformance.partition_sut import (
     spec_config,
     view_of,
 )
-from conformance.target_calls import TargetCalls
+from conformance.target_calls import TargetCalls, bound_machine
 from reference.partition import ReferencePartition
 from spec import partition as spec_partition
 from spec.partition import (
@@ -539,13 +539,7 @@ def partition_machine_for(
 ) -> type[PartitionConformanceMachine]:
     """The machine bound to `target` (``reference``, ``impl`` or ``MODULE:FACTORY``), each
     call into the target stopped after `command_seconds`."""
-    resolve_partition_target(target)  # fail fast, with a clear ValueError, on a bad target string
-    safe = "".join(character if character.isalnum() else "_" for character in target)
-    return type(
-        f"PartitionConformance_{safe}",
-        (PartitionConformanceMachine,),
-        {"target": target, "command_seconds": check_command_seconds(command_seconds)},
-    )
+    return bound_machine(PartitionConformanceMachine, target, command_seconds, resolve_partition_target)
 
 
 class ReferencePartitionConformance(PartitionConformanceMachine):

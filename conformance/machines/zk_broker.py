@@ -30,9 +30,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from conformance.guard import (
     DEFAULT_COMMAND_SECONDS,
-    check_command_seconds,
 )
-from conformance.target_calls import TargetCalls, first_difference
+from conformance.target_calls import TargetCalls, bound_machine, first_difference
 from conformance.zk_broker_sut import ZkBrokerUnderTest, make_zk_broker, resolve_zk_broker_target
 from reference.zk_broker import ReferenceZkBroker
 from spec.controller.types import (
@@ -223,10 +222,4 @@ def zk_broker_machine_for(
 ) -> type[ZkBrokerConformanceMachine]:
     """The machine bound to `target` (``reference``, ``impl`` or ``MODULE:FACTORY``), each call
     into the target stopped after `command_seconds`."""
-    resolve_zk_broker_target(target)  # fail fast, with a clear ValueError, on a bad target string
-    safe = "".join(character if character.isalnum() else "_" for character in target)
-    return type(
-        f"ZkBrokerConformance_{safe}",
-        (ZkBrokerConformanceMachine,),
-        {"target": target, "command_seconds": check_command_seconds(command_seconds)},
-    )
+    return bound_machine(ZkBrokerConformanceMachine, target, command_seconds, resolve_zk_broker_target)
