@@ -214,14 +214,15 @@ def _text_operations(spark: SparkSession, uri: str, fmt: str, source: str) -> Da
         spark.read.option("lineSep", "\n")  # as Python splits a file: "\r" stays in its line
         .text(uri)
         .select(
-            sql.col("value").cast("binary").alias("raw"),  # the line's bytes, UTF-8 or not
+            sql.col("value"),
             sql.col("_metadata.file_path").alias("file"),
             sql.col("_metadata.file_block_start").alias("block"),
         )
+        .withColumn(
+            "holds", sql.col("value").rlike(JSONL_OPERATION_LINE if fmt == "jsonl" else EDN_OPERATION_LINE)
+        )
     )
-    holds: Column = (
-        sql.col("raw").cast("string").rlike(JSONL_OPERATION_LINE if fmt == "jsonl" else EDN_OPERATION_LINE)
-    )
+    holds: Column = sql.col("holds")
     counts = (
         lines.groupBy("file", "block")
         .agg(sql.count(sql.lit(1)).alias("lines"), sql.sum(holds.cast("long")).alias("operations"))
@@ -242,7 +243,8 @@ def _text_operations(spark: SparkSession, uri: str, fmt: str, source: str) -> Da
     def parse_split(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         return parse(batches, starts, source)
 
-    return lines.withColumn("holds", holds).mapInArrow(parse_split, OPERATION_SCHEMA)
+    raw = sql.col("value").cast("binary").alias("raw")  # the line's bytes, UTF-8 or not
+    return lines.select(raw, "block", "holds").mapInArrow(parse_split, OPERATION_SCHEMA)
 
 
 def _positions(

@@ -109,14 +109,14 @@ def kafka_operations() -> list[Operation]:
     return list(generate_history(200, 3, seed=13, anomalies=("lost-write",)))
 
 
-def history_files(tmp: Path) -> dict[str, tuple[Path, str]]:
-    """The same histories in each format: a generated Kafka one, Maelstrom's, a Knossos vector."""
-    sources = {
-        "kafka": kafka_operations(),
-        "maelstrom": list(open_history(DATA / "maelstrom" / "valid.edn")[1]),
-    }
-    if KNOSSOS.exists():
-        sources["knossos"] = list(open_history(KNOSSOS / "good" / "memstress3-26.edn")[1])
+def history_files(tmp: Path, published: bool) -> dict[str, tuple[Path, str]]:
+    """The same histories in each format: a generated Kafka one, or (`published`) Maelstrom's
+    and a Knossos one, that one also as published (a vector)."""
+    sources = {"kafka": kafka_operations()}
+    if published:
+        sources = {"maelstrom": list(open_history(DATA / "maelstrom" / "valid.edn")[1])}
+        if KNOSSOS.exists():
+            sources["knossos"] = list(open_history(KNOSSOS / "good" / "memstress3-26.edn")[1])
     files: dict[str, tuple[Path, str]] = {}
     for name, operations in sources.items():
         write_jsonl(tmp / f"{name}.jsonl", operations)
@@ -124,7 +124,7 @@ def history_files(tmp: Path) -> dict[str, tuple[Path, str]]:
         files[f"{name}-edn"] = (write_edn(tmp / f"{name}.edn", operations), "edn")
         write_parquet(tmp / f"{name}.parquet", operations)
         files[f"{name}-parquet"] = (small_row_groups(tmp / f"{name}.parquet", ROW_GROUP_ROWS), "parquet")
-    if KNOSSOS.exists():  # as published: `[{...}\n {...}\n ... ]`
+    if published and KNOSSOS.exists():  # as published: `[{...}\n {...}\n ... ]`
         files["knossos-vector"] = (KNOSSOS / "good" / "memstress3-26.edn", "edn")
     return files
 
@@ -146,12 +146,15 @@ def spark_calls(spark: Any, path: Path, fmt: str, uri: str | None = None) -> Any
     return calls_frame(operations_frame(spark, uri or str(path), fmt, name=str(path)), str(path), 4)
 
 
+@pytest.mark.parametrize(
+    "published", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["generated", "published"]
+)
 def test_calls_equal_the_local_readers_with_tiny_splits(
-    spark: Any, tiny_splits: None, tmp_path: Path
+    spark: Any, tiny_splits: None, tmp_path: Path, published: bool
 ) -> None:
     from pyspark.testing import assertDataFrameEqual
 
-    for label, (path, fmt) in history_files(tmp_path).items():
+    for label, (path, fmt) in history_files(tmp_path, published).items():
         expected = expected_calls(path, fmt)
         if fmt != "parquet":
             assert path.stat().st_size > 2 * TINY_SPLIT_BYTES, label  # several splits
