@@ -133,6 +133,9 @@ the history's vector and an optional tag (`#jepsen.history.Op`). Each line's par
 it holds exactly the op maps this expression counted, so a line it misjudges is an error."""
 _EDN_OPENER = re.compile(r"[\s,]*[\[(]")
 _EDN_CLOSER = re.compile(r"[\])][\s,]*(?:;[^\n]*)?\Z")
+_EMPTY_EDN_LINE = re.compile(r"[\s,]*(?:;[^\n]*)?\Z")
+EDN_RUN_LINES: Final = 4096
+"""Consecutive EDN lines a task parses as one text (`_edn_run`)."""
 SPANS_LINES: Final = (
     "the Spark engine reads EDN histories one op map per line (as Jepsen writes history.edn); "
     "this line {what}: verify this file with the local engine (--engine local)"
@@ -292,48 +295,75 @@ def _edn_batches(
     batches: Iterator[pa.RecordBatch], starts: Mapping[int, tuple[int, int]], source: str
 ) -> Iterator[pa.RecordBatch]:
     out = _Columns(_OPERATION_TYPE)
-    for raw, holds, line, ordinal in _positions(batches, starts):
-        at = Position(source, line=line)
-        operation = _edn_line(raw, holds, ordinal, source, line, at)
-        if (operation is not None) != holds:
-            what = "holds more than one op map" if holds else "holds an op map that does not start it"
-            raise HistoryError(at, SPANS_LINES.format(what=what))
-        if operation is not None and out.add(_checked_row(operation, line, None, at)):
-            yield out.take()
+    run: list[tuple[bytes, bool, int, int]] = []
+    for item in _positions(batches, starts):
+        if run and (item[2] != run[-1][2] + 1 or len(run) >= EDN_RUN_LINES):
+            yield from _edn_run(run, source, out)
+            run = []
+        run.append(item)
+    if run:
+        yield from _edn_run(run, source, out)
     yield out.take()
 
 
-def _edn_line(
-    raw: bytes, holds: bool, ordinal: int, source: str, line: int, at: Position
-) -> Operation | None:
-    """The op map on one EDN line (None for a line without one)."""
+def _edn_run(run: list[tuple[bytes, bool, int, int]], source: str, out: _Columns) -> Iterator[pa.RecordBatch]:
+    """The op maps of consecutive lines, parsed as one text (one token cache, one scan)."""
+    first = run[0][2]
+    texts = []
+    for raw, holds, line, _ordinal in run:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise HistoryError(
+                Position(source, line=line), f"not UTF-8 text (byte {error.start} of the line)"
+            ) from None
+        opener = _EDN_OPENER.match(text)
+        if opener is not None:
+            text = " " * opener.end() + text[opener.end() :]
+        if text.rstrip()[-1:] in ("]", ")"):
+            closer = _EDN_CLOSER.search(text)
+            if closer is not None:
+                text = text[: closer.start()]
+        if not holds and not _EMPTY_EDN_LINE.match(text):
+            _refuse_continuation(text, source, line)  # a form that starts no line: read it alone
+            text = ""
+        texts.append(text)
+    read: set[int] = set()
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise HistoryError(at, f"not UTF-8 text (byte {error.start} of the line)") from None
-    opener = _EDN_OPENER.match(text)
-    if opener is not None:
-        text = " " * opener.end() + text[opener.end() :]
-    closer = _EDN_CLOSER.search(text)
-    if closer is not None:
-        text = text[: closer.start()]
+        for value, line in iter_forms(["\n".join(texts)], source, first_line=first):
+            _raw, holds, _line, ordinal = run[line - first]
+            at = Position(source, line=line)
+            if not holds or line in read:
+                what = "holds more than one op map" if holds else "holds an op map that does not start it"
+                raise HistoryError(at, SPANS_LINES.format(what=what))
+            read.add(line)
+            if type(value) is not dict:
+                described = "a vector/list" if isinstance(value, list) else shown(value)
+                raise HistoryError(at, f"{EXPECTED_OP}; got {described}")
+            operation = make_operation(value, ordinal, source, line, EXPECTED_OP)
+            if out.add(_checked_row(operation, line, None, at)):
+                yield out.take()
+    except HistoryError as error:
+        if error.message.startswith(("unterminated map", "unexpected '}'")):
+            raise HistoryError(error.position, SPANS_LINES.format(what="holds part of an op map")) from None
+        raise
+    for _raw, holds, line, _ordinal in run:
+        if holds and line not in read:
+            raise HistoryError(Position(source, line=line), SPANS_LINES.format(what="holds no op map alone"))
+
+
+def _refuse_continuation(text: str, source: str, line: int) -> None:
+    """A line that starts no op map holds no form, or it is refused: a discarded form (`#_`)
+    passes; part of a map over several lines, or any other form, is named."""
+    at = Position(source, line=line)
     try:
         forms = list(iter_forms([text], source, first_line=line))
     except HistoryError as error:
-        if error.message.startswith(("unterminated map", "unexpected '}'")):
+        if error.message.startswith(("unterminated", "unexpected")):
             raise HistoryError(at, SPANS_LINES.format(what="holds part of an op map")) from None
         raise
-    if not forms:
-        return None
-    if len(forms) > 1:
-        raise HistoryError(at, SPANS_LINES.format(what="holds more than one op map"))
-    value, _ = forms[0]
-    if type(value) is not dict and not holds:  # a map's continuation, read alone
+    if forms:
         raise HistoryError(at, SPANS_LINES.format(what="holds part of an op map"))
-    if type(value) is not dict:
-        described = "a vector/list" if isinstance(value, list) else shown(value)
-        raise HistoryError(at, f"{EXPECTED_OP}; got {described}")
-    return make_operation(value, ordinal, source, line, EXPECTED_OP)
 
 
 def _parquet_operations(spark: SparkSession, uri: str, source: str) -> DataFrame:
