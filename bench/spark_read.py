@@ -1,6 +1,7 @@
 """Reading and pairing a history with Spark: `spark_read`'s transforms against today's stage 1.
 
 Usage: python -m bench.spark_read [--operations 1000000] [--keys 1000] [--folder DIR] [--master URL]
+                                 [--runs 2] [--formats jsonl,edn,parquet]
 
 Generates a Kafka history (`kafka_histories.generate_history`, kept in `--folder` and reused)
 as JSON Lines, Jepsen EDN (one op map per line) and Parquet, then times, side by side in one
@@ -101,6 +102,7 @@ def main() -> None:
     parser.add_argument("--folder", type=Path, default=Path("/tmp/kafkaspec-bench"))
     parser.add_argument("--master", default=None)
     parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--formats", default="jsonl,edn,parquet")
     arguments = parser.parse_args()
     files = histories(arguments.folder, arguments.operations, arguments.keys)
     spark = spark_session(arguments.master, history_bytes=files["jsonl"].stat().st_size)
@@ -143,7 +145,7 @@ def main() -> None:
     )
     print(f"Spark's JSON reader on the JSON Lines file (floor): {fastest(arguments.runs, json_floor):.1f}")
     print(f"{'format':8} {'spark_read':>11} {'(counting)':>11} {'today':>8}")
-    for fmt in ("jsonl", "edn", "parquet"):
+    for fmt in arguments.formats.split(","):
         new = fastest(arguments.runs, partial(new_read, fmt))
         counting = fastest(arguments.runs, partial(count_job, fmt)) if fmt != "parquet" else 0.0
         old = fastest(arguments.runs, partial(today, fmt))
