@@ -37,7 +37,7 @@ pytest.importorskip("pyspark")
 DATA = Path(__file__).parent / "data"
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "histories"
 KNOSSOS = SHARED / "knossos" / "data" / "cas-register"
-TINY_SPLIT_BYTES = 2048
+TINY_SPLIT_BYTES = 4096
 ROW_GROUP_ROWS = 16
 
 
@@ -106,7 +106,7 @@ def tiny_splits(spark: Any) -> Iterator[None]:
 
 
 def kafka_operations() -> list[Operation]:
-    return list(generate_history(200, 3, seed=13, anomalies=("lost-write",)))
+    return list(generate_history(150, 3, seed=13, anomalies=("lost-write",)))
 
 
 def history_files(tmp: Path, published: bool) -> dict[str, tuple[Path, str]]:
@@ -249,9 +249,9 @@ def test_a_malformed_line_is_named_as_the_local_reader_names_it(
         write_jsonl(clean, operations)
     lines = clean.read_text(encoding="utf-8").splitlines(keepends=True)
     path = tmp_path / f"spoiled.{fmt}"
-    path.write_text("".join(spoil(lines, 300, bad)), encoding="utf-8")
+    path.write_text("".join(spoil(lines, 200, bad)), encoding="utf-8")
     expected = local_error(path, fmt)
-    assert f"{path}:301:" in expected
+    assert f"{path}:201:" in expected
     assert spark_error(lambda: operations_frame(spark, str(path), fmt).collect()) == expected
 
 
@@ -304,3 +304,24 @@ def test_an_edn_op_map_over_several_lines_is_refused_clearly(spark: Any, tmp_pat
 
 def local_error_free(path: Path) -> list[Operation]:
     return list(open_history(path, "edn")[1])
+
+
+def test_edn_comments_brackets_discards_and_crlf_read_as_locally(spark: Any, tmp_path: Path) -> None:
+    path = tmp_path / "layout.edn"
+    path.write_bytes(
+        b"; a Knossos-style history\r\n"
+        b"[\r\n"
+        b" {:process 1, :type :invoke, :f :write, :value 3} ; the first write\r\n"
+        b"\r\n"
+        b" #_{:process 9, :type :invoke, :f :read, :value nil}\r\n"
+        b" {:process :nemesis, :type :info, :f :start, :value nil}\r\n"
+        b" {:process 1, :type :ok, :f :write, :value 3}\r\n"
+        b" {:process 2, :type :invoke, :f :read, :value nil}]\r\n"
+    )
+    expected = [operation_row(operation, at.line, None) for operation, at in operation_positions(path, "edn")]
+    assert [row["line"] for row in expected] == [3, 6, 7, 8]
+    actual = [row.asDict() for row in operations_frame(spark, str(path), "edn").collect()]
+    assert sorted(actual, key=lambda row: int(row["line"])) == expected
+    calls = by_invocation(row.asDict() for row in spark_calls(spark, path, "edn").collect())
+    assert calls == by_invocation(expected_calls(path, "edn"))
+    assert [call["outcome"] for call in calls] == ["ok", "info"]
