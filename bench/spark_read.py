@@ -8,7 +8,7 @@ as JSON Lines, Jepsen EDN (one op map per line) and Parquet, then times, side by
 SparkSession, every job run to the end (`write.format("noop")` or a count in the tasks):
 
 * `spark_read`: `operations_frame` (its counting job included) + `calls_frame`, every call
-  column produced, in each format;
+  column produced, in each format; `(parse)`: `operations_frame` alone, every operation made;
 * today's stage 1: the Spark engine's read and pairing of JSON Lines byte ranges
   (`distributed.range_calls` over `distributed.byte_ranges`, the ranges it uses), and for EDN
   and Parquet the driver's conversion to JSON Lines that comes first (`readers.write_jsonl`);
@@ -112,6 +112,10 @@ def main() -> None:
         path = str(files[fmt])
         calls_frame(operations_frame(spark, path, fmt), path).write.format("noop").mode("overwrite").save()
 
+    def parse_only(fmt: str) -> None:
+        path = str(files[fmt])
+        operations_frame(spark, path, fmt).write.format("noop").mode("overwrite").save()
+
     def count_job(fmt: str) -> None:
         operations_frame(spark, str(files[fmt]), fmt)  # runs the counting job only
 
@@ -144,12 +148,13 @@ def main() -> None:
         f"seconds, best of {arguments.runs}"
     )
     print(f"Spark's JSON reader on the JSON Lines file (floor): {fastest(arguments.runs, json_floor):.1f}")
-    print(f"{'format':8} {'spark_read':>11} {'(counting)':>11} {'today':>8}")
+    print(f"{'format':8} {'spark_read':>11} {'(parse)':>8} {'(counting)':>11} {'today':>8}")
     for fmt in arguments.formats.split(","):
         new = fastest(arguments.runs, partial(new_read, fmt))
+        parse = fastest(arguments.runs, partial(parse_only, fmt))
         counting = fastest(arguments.runs, partial(count_job, fmt)) if fmt != "parquet" else 0.0
         old = fastest(arguments.runs, partial(today, fmt))
-        print(f"{fmt:8} {new:11.1f} {counting:11.1f} {old:8.1f}", flush=True)
+        print(f"{fmt:8} {new:11.1f} {parse:8.1f} {counting:11.1f} {old:8.1f}", flush=True)
     spark.stop()
 
 
