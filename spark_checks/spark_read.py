@@ -215,10 +215,17 @@ def operations_frame(spark: SparkSession, uri: str, fmt: str, name: str | None =
     run the counting job (module docstring) now; the parse runs when the frame is used."""
     if fmt not in READ_FORMATS:
         raise ValueError(f"format must be one of {', '.join(READ_FORMATS)}; got {fmt!r}")
+    from pyspark.errors import AnalysisException
+
     source = uri if name is None else name
-    if fmt == "parquet":
-        return _parquet_operations(spark, uri, source)
-    return _text_operations(spark, uri, fmt, source)
+    try:
+        if fmt == "parquet":
+            return _parquet_operations(spark, uri, source)
+        return _text_operations(spark, uri, fmt, source)
+    except AnalysisException as error:
+        if error.getCondition() == "PATH_NOT_FOUND":  # as the local readers say it
+            raise HistoryError(Position(source), "cannot read the file: No such file or directory") from None
+        raise
 
 
 def _text_operations(spark: SparkSession, uri: str, fmt: str, source: str) -> DataFrame:

@@ -325,3 +325,11 @@ def test_edn_comments_brackets_discards_and_crlf_read_as_locally(spark: Any, tmp
     calls = by_invocation(row.asDict() for row in spark_calls(spark, path, "edn").collect())
     assert calls == by_invocation(expected_calls(path, "edn"))
     assert [call["outcome"] for call in calls] == ["ok", "info"]
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_a_missing_file_is_named_as_the_local_reader_names_it(spark: Any, tmp_path: Path, fmt: str) -> None:
+    path = tmp_path / f"missing.{fmt}"
+    with pytest.raises(HistoryError) as raised:
+        operations_frame(spark, str(path), fmt)
+    assert str(raised.value) == local_error(path, fmt)
