@@ -282,6 +282,11 @@ def _positions(
         for raw, holds, at in zip(raws, holding, blocks, strict=True):
             if at != block:  # a split's lines come together and in order
                 block = at
+                if at not in starts:
+                    raise RuntimeError(
+                        f"the history's split at byte {at} was not counted: its splits changed between "
+                        "the counting job and the parse (the file, or spark.sql.files.maxPartitionBytes)"
+                    )
                 line, ordinal = starts[at]
             yield raw, holds, line, ordinal
             line += 1
