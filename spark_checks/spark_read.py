@@ -23,7 +23,10 @@ JVM (no Python): per split (`_metadata.file_block_start`), its lines and the lin
 operation (a regular expression). The driver turns these few numbers into each split's first
 line and first operation ordinal and ships them to the tasks with the parse function (one pair
 per split: small whatever the history). Cost: one more scan of the text by Spark's own reader,
-measured in `bench/spark_read.py`. Parquet needs no such job: `_metadata.row_index` is the row.
+2-4 s of 31 s for 10^6 Kafka operations (128 MB) on 2 cores (`bench/spark_read.py`). The frame
+must be used with the splits it was counted with (same file, same
+`spark.sql.files.maxPartitionBytes`): a split it did not count is an error, never a wrong line.
+Parquet needs no such job: `_metadata.row_index` is the row.
 
 `calls_frame` pairs each invocation with its process's next completion, as
 `history.pair_calls` does (an invocation never completed is an `info` call with no completion,
@@ -33,7 +36,11 @@ position in the file, and pairs them in an Arrow UDF (`mapInArrow`), one process
 invocations and completions that fell in different splits meet. A call is one row
 (`CALL_SCHEMA`): the fields of `history.Call` (JSON values as JSON text, the outcome as its
 name), plus where its invocation and completion were read (line or row), so a call's error can
-name its line without reading the file again.
+name its line without reading the file again. `call_row` makes that row of a `Call` and
+`call_from_row` the `Call` of a row. Measured (10^6 Kafka operations in JSON Lines, 2 cores):
+Spark reads the text in 2 s, the parse makes it 14 s, the shuffle by process and the sort 24 s,
+the pairing 31 s; today's engine reads and pairs the same file in 4.5 s without a shuffle, so
+the shuffle of every operation is what to cut next.
 
 Limits, each refused with a HistoryError naming the line rather than read differently:
 
