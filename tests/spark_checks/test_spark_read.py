@@ -37,7 +37,7 @@ pytest.importorskip("pyspark")
 DATA = Path(__file__).parent / "data"
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "histories"
 KNOSSOS = SHARED / "knossos" / "data" / "cas-register"
-TINY_SPLIT_BYTES = 4096
+TINY_SPLIT_BYTES = 2048
 ROW_GROUP_ROWS = 16
 
 
@@ -106,7 +106,7 @@ def tiny_splits(spark: Any) -> Iterator[None]:
 
 
 def kafka_operations() -> list[Operation]:
-    return list(generate_history(150, 3, seed=13, anomalies=("lost-write",)))
+    return list(generate_history(100, 3, seed=13, anomalies=("lost-write",)))
 
 
 def history_files(tmp: Path, published: bool) -> dict[str, tuple[Path, str]]:
@@ -249,20 +249,16 @@ def test_a_malformed_line_is_named_as_the_local_reader_names_it(
         write_jsonl(clean, operations)
     lines = clean.read_text(encoding="utf-8").splitlines(keepends=True)
     path = tmp_path / f"spoiled.{fmt}"
-    path.write_text("".join(spoil(lines, 200, bad)), encoding="utf-8")
+    path.write_text("".join(spoil(lines, 150, bad)), encoding="utf-8")
     expected = local_error(path, fmt)
-    assert f"{path}:201:" in expected
+    assert f"{path}:151:" in expected
     assert spark_error(lambda: operations_frame(spark, str(path), fmt).collect()) == expected
 
 
 def test_a_malformed_parquet_row_is_named_as_the_local_reader_names_it(spark: Any, tmp_path: Path) -> None:
     operations = kafka_operations()
-    spoiled = [
-        Operation(o.index, o.process, o.type, "read" if i != 150 else o.f, o.value, o.key, o.time)
-        for i, o in enumerate(operations)
-    ]
     path = tmp_path / "spoiled.parquet"
-    write_parquet(path, spoiled)
+    write_parquet(path, operations)
     table = pq.read_table(path)
     values = table.column("value").to_pylist()
     values[150] = "[1, 2"
