@@ -329,3 +329,17 @@ def test_a_missing_file_is_named_as_the_local_reader_names_it(spark: Any, tmp_pa
     with pytest.raises(HistoryError) as raised:
         operations_frame(spark, str(path), fmt)
     assert str(raised.value) == local_error(path, fmt)
+
+
+def test_a_compressed_history_is_read_by_spark_alone(spark: Any, tmp_path: Path) -> None:
+    """Spark's text source decompresses (one task per gzip file): the same calls as the plain file."""
+    import gzip
+
+    plain = tmp_path / "kafka.jsonl"
+    write_jsonl(plain, kafka_operations())
+    packed = tmp_path / "kafka.jsonl.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    rows = calls_frame(operations_frame(spark, packed.as_uri(), "jsonl", name=str(plain)), str(plain), 4)
+    assert by_invocation(row.asDict() for row in rows.collect()) == by_invocation(
+        expected_calls(plain, "jsonl")
+    )
