@@ -22,6 +22,7 @@ from __future__ import annotations
 from spec.controller.types import (
     ControlRequest,
     ControlResponse,
+    KafkaError,
     LeaderAndIsrRequest,
     StopReplicaRequest,
     ZkBrokerSettings,
@@ -30,6 +31,7 @@ from spec.controller.types import (
 from spec.controller.zk_controller import (
     Broker,
     DeliverRequest,
+    Role,
     ZkConfig,
     ZkState,
     deliver_request,
@@ -92,7 +94,7 @@ class ReferenceZkBroker:
         sent = spec_request(request)
         broker = self.broker
         verdict = broker_verdict(self.config.rules, sent, broker.session, broker.controller_epoch)
-        partition_error = ControlResponse(verdict.error).partition_error
+        partition_error = KafkaError.NONE
         if verdict is Verdict.ACCEPT and isinstance(request, LeaderAndIsrRequest):
             partition_error = partition_verdict(sent, self.broker_id, broker.leader_epoch).error
         if verdict is Verdict.ACCEPT and isinstance(request, StopReplicaRequest) and request.delete:
@@ -127,6 +129,6 @@ class ReferenceZkBroker:
             leader_epoch=broker.leader_epoch,
             isr=broker.isr,
             zk_version=broker.zk_version,
-            leader_controller_epoch=broker.leader_controller_epoch if broker.role.value == "leader" else 0,
+            leader_controller_epoch=broker.leader_controller_epoch if broker.role is Role.LEADER else 0,
             log_deleted=self.log_deleted,
         )

@@ -497,18 +497,28 @@ class _Run:
         for _ in range(keys):
             key = assigned[self.cursor[thread] % len(assigned)]
             self.cursor[thread] += 1
-            at, high = self.position[key], self.high[key]
-            pairs: list[JsonValue] = []
-            while at < high and len(pairs) < batch:
-                if self.valued(key, at):
-                    pairs.append([at, self.value(key, at)])
-                    self.last_read[key] = at
-                at += 1
-            self.position[key] = at
+            pairs, self.position[key] = self._pairs(key, self.position[key], batch)
             if pairs:
                 result[str(key)] = pairs
                 self.has_read[key] = True
+                self.last_read[key] = pairs[-1][0]
         return result
+
+    def _pairs(self, key: int, at: int, batch: int) -> tuple[list[list[int]], int]:
+        """Up to `batch` [offset, value] pairs of `key` from offset `at` (holes and lost
+        offsets skipped), and the offset after the last one looked at."""
+        pairs: list[list[int]] = []
+        high = self.high[key]
+        while at < high and len(pairs) < batch:
+            if self.valued(key, at):
+                pairs.append([at, self.value(key, at)])
+            at += 1
+        return pairs, at
+
+    @property
+    def _final_batch(self) -> int:
+        """Records per key of a final poll (`final_batch`; None is no limit)."""
+        return sys.maxsize if self.spec.final_batch is None else self.spec.final_batch
 
     # -- injections ------------------------------------------------------------------------
 
@@ -628,14 +638,7 @@ class _Run:
                 yield self._op(thread, OpType.INVOKE, "poll", [["poll"]])
                 reads: dict[str, JsonValue] = {}
                 for key in every_key:
-                    at, high = positions[key], self.high[key]
-                    pairs: list[JsonValue] = []
-                    limit = self.spec.final_batch
-                    while at < high and (limit is None or len(pairs) < limit):
-                        if self.valued(key, at):
-                            pairs.append([at, self.value(key, at)])
-                        at += 1
-                    positions[key] = at
+                    pairs, positions[key] = self._pairs(key, positions[key], self._final_batch)
                     if pairs:
                         reads[str(key)] = pairs
                 yield self._op(thread, OpType.OK, "poll", [["poll", reads]])
@@ -649,6 +652,5 @@ class _Run:
                 yield self._op(thread, OpType.OK, "assign", list(self.assigned[thread]))
             while any(self.position[key] < self.high[key] for key in self.assigned[thread]):
                 yield self._op(thread, OpType.INVOKE, "poll", [["poll"]])
-                batch = sys.maxsize if self.spec.final_batch is None else self.spec.final_batch
-                reads = self._read(thread, len(self.assigned[thread]), batch)
+                reads = self._read(thread, len(self.assigned[thread]), self._final_batch)
                 yield self._op(thread, OpType.OK, "poll", [["poll", reads]])

@@ -76,13 +76,14 @@ from spec.controller import zk_states as sm
 from spec.controller.zk_requests import (
     ALL_RULES,
     UNKNOWN_BROKER_EPOCH,
+    PartitionVerdict,
     Request,
     RequestKind,
     Rule,
     Verdict,
-    accepts_leader_epoch,
     broker_verdict,
     deliverable,
+    partition_verdict,
     with_request,
     without_request,
 )
@@ -1281,7 +1282,7 @@ def _handle_request(config: ZkConfig, state: ZkState, broker_id: int, request: R
         history = replace(history, obeyed=_set(history.obeyed, broker_id, request.controller_epoch))
     broker = replace(broker, controller_epoch=request.controller_epoch)
     if request.kind is RequestKind.LEADER_AND_ISR:
-        if broker_id in request.replicas and accepts_leader_epoch(request.leader_epoch, broker.leader_epoch):
+        if partition_verdict(request, broker_id, broker.leader_epoch) is PartitionVerdict.APPLIED:
             if request.leader == broker_id:
                 broker = replace(
                     broker,

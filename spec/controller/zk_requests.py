@@ -215,20 +215,18 @@ class PartitionVerdict(enum.Enum):
         return KafkaError.NONE
 
 
-def partition_verdict(request: Request, broker_id: int, current_epoch: int) -> PartitionVerdict:
-    """The per-partition check of an accepted LeaderAndIsr: only a newer leader epoch is
-    applied, and only by a replica of the assignment (an equal epoch is ignored too in
-    ZooKeeper mode; KRaft's controller re-sends equal epochs, ZooKeeper's never does)."""
-    if request.leader_epoch < current_epoch:
-        return PartitionVerdict.OLDER_LEADER_EPOCH
-    if request.leader_epoch == current_epoch:
-        return PartitionVerdict.SAME_EPOCH
-    if broker_id not in request.replicas:
-        return PartitionVerdict.NOT_A_REPLICA
-    return PartitionVerdict.APPLIED
-
-
 def accepts_leader_epoch(request_epoch: int, current_epoch: int) -> bool:
     """`becomeLeaderOrFollower`'s per-partition check: only a newer leader epoch is applied
-    (an equal one is ignored too in ZooKeeper mode)."""
+    (an equal one is ignored too in ZooKeeper mode; KRaft's controller re-sends equal epochs,
+    ZooKeeper's never does)."""
     return request_epoch > current_epoch
+
+
+def partition_verdict(request: Request, broker_id: int, current_epoch: int) -> PartitionVerdict:
+    """The per-partition check of an accepted LeaderAndIsr (`accepts_leader_epoch`), and
+    whether the broker is a replica of the assignment: only then does it lead or follow."""
+    if accepts_leader_epoch(request.leader_epoch, current_epoch):
+        return PartitionVerdict.APPLIED if broker_id in request.replicas else PartitionVerdict.NOT_A_REPLICA
+    if request.leader_epoch == current_epoch:
+        return PartitionVerdict.SAME_EPOCH
+    return PartitionVerdict.OLDER_LEADER_EPOCH
