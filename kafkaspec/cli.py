@@ -63,6 +63,7 @@ from spark_checks.report import (
     write_report,
 )
 from spark_checks.spark_session import spark_session
+from spark_checks.uris import RemoteHistoryError, history_argument, is_remote
 
 if TYPE_CHECKING:
     from spec.scenarios import Scenario, ScenarioOutcome
@@ -503,6 +504,19 @@ def _parse_positive_seconds(context: click.Context, parameter: click.Parameter, 
     return seconds
 
 
+def _parse_spark_conf(
+    context: click.Context, parameter: click.Parameter, values: tuple[str, ...]
+) -> dict[str, str]:
+    """`--conf KEY=VALUE` pairs, as spark-submit takes them (the value may hold `=`)."""
+    conf: dict[str, str] = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"expected KEY=VALUE, got {item!r}", context, parameter)
+        conf[key.strip()] = value
+    return conf
+
+
 def _command_started_at() -> float:
     """When this command started (`time.time()`), for `--max-seconds`: the process's start when
     it runs as the `kafkaspec` program, so the budget also covers loading Python and the tool
@@ -564,6 +578,15 @@ def _model_choice(context: click.Context, parameter: click.Parameter, value: str
     help="local: in this process; spark: on Spark; auto: by file size.",
 )
 @click.option("--master", metavar="URL", help="Spark master (default local[2]), e.g. spark://host:7077.")
+@click.option(
+    "--conf",
+    "spark_conf",
+    metavar="KEY=VALUE",
+    multiple=True,
+    callback=_parse_spark_conf,
+    help="Spark engine: a Spark setting, as spark-submit's --conf (repeatable), e.g. "
+    "spark.jars.packages=org.apache.hadoop:hadoop-aws:VERSION for s3a:// histories.",
+)
 @click.option(
     "--report",
     "report_path",
@@ -633,6 +656,7 @@ def verify_command(
     fmt: str,
     engine: str,
     master: str | None,
+    spark_conf: dict[str, str],
     report_path: Path | None,
     initial: str | None,
     nil_read: str | None,
@@ -689,12 +713,18 @@ def verify_command(
         ),
         fail_fast=fail_fast,
     )
+    try:  # a file: URI is its local path; hdfs://, s3a:// ... go to Spark as given
+        histories = tuple(history_argument(history, engine) for history in histories)
+    except RemoteHistoryError as error:
+        raise UsageProblem(str(error)) from None
     console = _stdout_console()
     pool = WorkerPool(workers or available_cores(), SEARCHES_MEMORY_BYTES if max_memory_mb is None else None)
     whereabouts = click.get_current_context().ensure_object(RunState).whereabouts
     if is_many(histories):
         with pool:
-            return _verify_many(histories, options, pool, report_path, as_json, console, whereabouts)
+            return _verify_many(
+                histories, options, pool, report_path, as_json, console, whereabouts, spark_conf
+            )
     reports = []
     spark = None
     with pool, _progress(Console(stderr=True), sys.stderr.isatty() and not as_json) as progress_for:
@@ -702,7 +732,12 @@ def verify_command(
             update = progress_for(path)
             try:
                 if spark is None and choose_engine_for(path, engine) == "spark":
-                    spark = spark_session(master, history_bytes=sum(_size(each) for each in histories))
+                    spark = spark_session(
+                        master,
+                        history_bytes=sum(_size(each) for each in histories),
+                        progress=update,
+                        conf=spark_conf,
+                    )
                 report = verify_history(
                     path,
                     options,
@@ -762,6 +797,7 @@ def _verify_many(
     as_json: bool,
     console: Console,
     whereabouts: Whereabouts,
+    spark_conf: dict[str, str] | None = None,
 ) -> int:
     """`verify` over many files (`spark_checks.batch`): each file's verdict as soon as it and
     those before it are done, a bad file's one-line message on stderr, then the summary."""
@@ -788,12 +824,20 @@ def _verify_many(
                 console.print(f"{done.path}: UNKNOWN ({done.unfinished})", highlight=False, markup=False)
 
     with _progress(Console(stderr=True), sys.stderr.isatty() and not as_json) as progress_for:
+        say = progress_for("verify")
+        if spark:  # started here to be seen starting; the engine's spark_session() reuses it
+            spark_session(
+                options.master,
+                history_bytes=sum(_size(path) for path in paths),
+                progress=say,
+                conf=spark_conf,
+            )
         outcomes = verify_files(
             paths,
             options,
             pool,
             keep_history=report_path is not None,
-            progress=progress_for("verify"),
+            progress=say,
             on_outcome=on_outcome,
             whereabouts=whereabouts,
             in_this_process=spark,
@@ -994,7 +1038,10 @@ def _initial_value(text: str) -> object:
 
 
 def choose_engine_for(path: str, engine: str) -> str:
-    """`auto` resolved by size; a missing file is reported by the engine."""
+    """`auto` resolved by size (a URI only Spark reads: Spark); a missing file is reported by
+    the engine."""
+    if is_remote(path):
+        return "local" if engine == "local" else "spark"
     file = Path(path)
     return choose_engine(file, engine) if file.is_file() else "local"
 
