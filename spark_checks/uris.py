@@ -17,8 +17,10 @@ read:
   with one line (`RemoteHistoryError`, exit 2): this process does not read through Hadoop.
 
 A text is a URI when it starts with a scheme (RFC 3986: a letter, then letters, digits, `+`,
-`-`, `.`) of two characters or more followed by `://`, or with `file:`; anything else is a path,
-so a local file named `notes:1.jsonl` stays a path. The Spark engine reads through Spark's data
+`-`, `.`) of two characters or more followed by `:/` (`hdfs://nn/x`, or Hadoop's `hdfs:/x` on
+the default namenode), or with `file:`; anything else is a path, so a local file named
+`notes:1.jsonl` stays a path. A URI is text, never a `pathlib.Path`: `Path("hdfs://nn/x")`
+is `hdfs:/nn/x`, another file. The Spark engine reads through Spark's data
 sources by URI (`spark_uri`: a local path becomes `file:///abs/path`).
 """
 
@@ -44,7 +46,7 @@ def scheme(text: str) -> str | None:
     if match is None:
         return None
     name = match.group(1).lower()
-    if name == "file" or text[match.end() :].startswith("//"):
+    if name == "file" or text[match.end() :].startswith("/"):
         return name
     return None
 

@@ -27,6 +27,7 @@ BAD_ANALYSIS = HISTORIES / "knossos/data/cas-register/bad/bad-analysis.edn"
         ("file:///runs/h.jsonl", "file"),
         ("FILE:/runs/h.jsonl", "file"),
         ("hdfs://namenode:8020/runs/h.edn", "hdfs"),
+        ("hdfs:/runs/h.edn", "hdfs"),  # Hadoop: the default namenode
         ("s3a://bucket/runs/h.parquet", "s3a"),
         ("abfss://container@account.dfs.core.windows.net/h.jsonl", "abfss"),
     ],
