@@ -129,14 +129,15 @@ def test_verify_runs_unchanged_on_a_standalone_cluster(standalone_master, tmp_pa
     write_jsonl(history, generate_history(2000, 4, seed=5, anomalies=["lost-write"]))
     etcd = HISTORIES / "porcupine/test_data/jepsen/etcd_000.log"
     local = [verify_history(path, VerifyOptions(engine="local")) for path in (history, etcd)]
-    # The command users type, in its own process (this one may already hold a local session).
+    # The command users type, in its own process (this one may already hold a local session);
+    # one history named by a file: URI, as a cluster's users name files.
     completed = subprocess.run(
         [
             sys.executable,
             "-m",
             "kafkaspec.cli",
             "verify",
-            str(history),
+            f"file://{history}",
             str(etcd),
             "--engine",
             "spark",
