@@ -22,50 +22,25 @@ import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
 
-from spark_checks.batch import (
-    Counts,
-    FileOutcome,
-    history_files,
-    is_many,
-    summary_line,
-    verify_files,
-)
-from spark_checks.batch import exit_code as batch_exit_code
-from spark_checks.checking import MODEL_NAMES, Budget
-from spark_checks.engine import ENGINES, HistoryReport, VerifyOptions, choose_engine, verify_history
-from spark_checks.explain import Lookup
-from spark_checks.history import HistoryError, Operation, Whereabouts
-from spark_checks.linearizability import DEFAULT_MAX_MEMORY_BYTES
-from spark_checks.parallel import WorkerPool, available_cores
-from spark_checks.readers import FORMATS, open_history
-from spark_checks.readers._common import (
-    MAX_NESTING,
-    NESTING_MESSAGE,
-    finite_float,
-    nests_deeper,
-    refuse_constant,
-)
-from spark_checks.report import (
-    ReportPathError,
-    check_report_path,
-    evidence_indices,
-    exit_code,
-    html_report,
-    report_json,
-    text_summary,
-    write_report,
-)
-from spark_checks.spark_session import spark_session
+# Only what every command needs is imported here: the checkers, readers, engines, rich and the
+# spec are imported by the command that uses them, so `kafkaspec --help` and `verify` of a small
+# history start fast (tests/test_startup.py guards what a command imports).
+from spark_checks.choices import DEFAULT_MAX_MEMORY_BYTES, ENGINES, FORMATS, MODEL_NAMES
 from spark_checks.uris import RemoteHistoryError, history_argument, is_remote
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
+    from spark_checks.engine import HistoryReport, VerifyOptions
+    from spark_checks.explain import Lookup
+    from spark_checks.history import Operation, Whereabouts
+    from spark_checks.parallel import WorkerPool
     from spec.scenarios import Scenario, ScenarioOutcome
 
 EXIT_OK = 0
@@ -84,10 +59,11 @@ all the processes together stay under 1 GB)."""
 class RunState:
     """What one run of the command line knows about itself, for reporting a bug: whether
     `--debug` was given, and what a verification is processing (`Whereabouts`, updated by
-    the engine). Created by `main` and handed to click as the context object, not global."""
+    the engine; created by `verify`). Created by `main` and handed to click as the context
+    object, not global."""
 
     debug: bool = False
-    whereabouts: Whereabouts = field(default_factory=Whereabouts)
+    whereabouts: Whereabouts | None = None
     command: str = ""
 
 
@@ -98,6 +74,8 @@ class UsageProblem(click.UsageError):
 def _stdout_console(soft_wrap: bool = True) -> Console:
     """A console for stdout: the terminal's width (or `COLUMNS`, when set), or a wide fixed
     width when piped/logged. `soft_wrap=False`: prose wraps at that width (tables always fit it)."""
+    from rich.console import Console
+
     sized = sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit()
     return Console(soft_wrap=soft_wrap, width=None if sized else 160)
 
@@ -113,13 +91,16 @@ def _parse_set(values: Sequence[str]) -> dict[str, str]:
 
 
 @contextmanager
-def _progress(console: Console, enabled: bool) -> Iterator[Callable[[str], Callable[[str], None]]]:
-    """A spinner on a terminal (nothing otherwise): `start(name)` returns `say(message)`."""
+def _progress(enabled: bool) -> Iterator[Callable[[str], Callable[[str], None]]]:
+    """A spinner on stderr's terminal (nothing otherwise): `start(name)` returns `say(message)`."""
     if not enabled:
         yield lambda _name: lambda _message: None
         return
     # rich.progress imports multiprocessing and more: only a terminal shows the spinner
+    from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
 
     with Progress(
         SpinnerColumn(),
@@ -398,7 +379,7 @@ def check_command(
 
     console = _stdout_console(soft_wrap=False)
     outcomes: list[ScenarioOutcome[Any]] = []
-    with _progress(Console(stderr=True), sys.stderr.isatty() and not as_json) as progress_for:
+    with _progress(sys.stderr.isatty() and not as_json) as progress_for:
         for scenario in chosen:
             outcome = run_scenario(
                 scenario, max_depth, overrides, _state_counter(progress_for(scenario.name)), workers
@@ -453,7 +434,7 @@ def _check_witness(
         )
     config = scenario.machine.apply_overrides(scenario.config, overrides)
     depth = scenario.max_depth if max_depth is None else max_depth
-    with _progress(Console(stderr=True), sys.stderr.isatty() and not as_json) as progress_for:
+    with _progress(sys.stderr.isatty() and not as_json) as progress_for:
         found = witness_trace(
             scenario, config, name, depth, _state_counter(progress_for(f"{scenario.name} {name}")), workers
         )
@@ -677,6 +658,14 @@ def verify_command(
     no operation), 2 input error.
     With many files: 1 if any is invalid, else 2 if any is bad input, else 3 if any is unknown.
     """
+    from spark_checks.batch import is_many
+    from spark_checks.checking import Budget
+    from spark_checks.engine import VerifyOptions, verify_history
+    from spark_checks.history import HistoryError, Whereabouts
+    from spark_checks.parallel import WorkerPool, available_cores
+    from spark_checks.report import ReportPathError, check_report_path
+    from spark_checks.spark_session import spark_session
+
     if ":" in model and (initial, nil_read, failed_cas) != (None, None, None):
         raise UsageProblem(
             "--initial, --nil-read and --failed-cas are the built-in models' conventions; "
@@ -719,7 +708,8 @@ def verify_command(
         raise UsageProblem(str(error)) from None
     console = _stdout_console()
     pool = WorkerPool(workers or available_cores(), SEARCHES_MEMORY_BYTES if max_memory_mb is None else None)
-    whereabouts = click.get_current_context().ensure_object(RunState).whereabouts
+    state = click.get_current_context().ensure_object(RunState)
+    whereabouts = state.whereabouts = state.whereabouts or Whereabouts()
     if is_many(histories):
         with pool:
             return _verify_many(
@@ -727,7 +717,7 @@ def verify_command(
             )
     reports = []
     spark = None
-    with pool, _progress(Console(stderr=True), sys.stderr.isatty() and not as_json) as progress_for:
+    with pool, _progress(sys.stderr.isatty() and not as_json) as progress_for:
         for path in histories:
             update = progress_for(path)
             try:
@@ -766,6 +756,8 @@ def _print_reports(
 ) -> int:
     """Print the reports (text, unless `printed` already, or JSON with `extra_json`'s keys),
     write the HTML report; the exit code of the verdicts."""
+    from spark_checks.report import exit_code, html_report, report_json, text_summary, write_report
+
     report_text = None
     if report_path is not None:
         windows = [r.history if r.history is not None else list(_window(r)) for r in reports]
@@ -801,6 +793,11 @@ def _verify_many(
 ) -> int:
     """`verify` over many files (`spark_checks.batch`): each file's verdict as soon as it and
     those before it are done, a bad file's one-line message on stderr, then the summary."""
+    from spark_checks.batch import Counts, FileOutcome, history_files, summary_line, verify_files
+    from spark_checks.batch import exit_code as batch_exit_code
+    from spark_checks.report import text_summary
+    from spark_checks.spark_session import spark_session
+
     started = time.perf_counter()
     paths = history_files(arguments)
     spark = any(choose_engine_for(path, options.engine) == "spark" for path in paths)
@@ -823,7 +820,7 @@ def _verify_many(
             else:
                 console.print(f"{done.path}: UNKNOWN ({done.unfinished})", highlight=False, markup=False)
 
-    with _progress(Console(stderr=True), sys.stderr.isatty() and not as_json) as progress_for:
+    with _progress(sys.stderr.isatty() and not as_json) as progress_for:
         say = progress_for("verify")
         if spark:  # started here to be seen starting; the engine's spark_session() reuses it
             spark_session(
@@ -1026,6 +1023,14 @@ def conformance_command(
 def _initial_value(text: str) -> object:
     """`--initial`: a JSON literal, held to what a history's values may be (no NaN or
     infinities, nesting within `MAX_NESTING`)."""
+    from spark_checks.readers._common import (
+        MAX_NESTING,
+        NESTING_MESSAGE,
+        finite_float,
+        nests_deeper,
+        refuse_constant,
+    )
+
     usage = '--initial must be a JSON literal (e.g. 0, null, "")'
     if nests_deeper(text, MAX_NESTING):
         raise UsageProblem(f"{usage}: {NESTING_MESSAGE}")
@@ -1042,6 +1047,8 @@ def choose_engine_for(path: str, engine: str) -> str:
     the engine."""
     if is_remote(path):
         return "local" if engine == "local" else "spark"
+    from spark_checks.engine import choose_engine
+
     file = Path(path)
     return choose_engine(file, engine) if file.is_file() else "local"
 
@@ -1056,6 +1063,9 @@ def _size(path: str) -> int:
 
 def _window(report: HistoryReport) -> list[Operation]:
     """The operations near the evidence, streamed from the file (for Spark-checked histories)."""
+    from spark_checks.readers import open_history
+    from spark_checks.report import evidence_indices
+
     highlight = set().union(*(evidence_indices(result.evidence) for result in report.failing()))
     _, operations = open_history(report.path, report.format)
     near = (
@@ -1123,7 +1133,7 @@ def docs_command(out: Path) -> int:
 
     try:
         check_output_dir(out)
-        with _progress(Console(stderr=True), sys.stderr.isatty()) as progress_for:
+        with _progress(sys.stderr.isatty()) as progress_for:
             result = build_docs(out, say=progress_for("docs"))
     except DocsError as error:
         raise UsageProblem(str(error)) from None
@@ -1167,7 +1177,9 @@ def _one_line(text: str, limit: int = 400) -> str:
 
 def _report_bug(error: Exception, state: RunState, argv: list[str]) -> None:
     """One stderr line: the exception, what was being processed, where the traceback is."""
-    doing = state.whereabouts.describe() or f"running `kafkaspec {state.command or ' '.join(argv)}`"
+    doing = (
+        state.whereabouts.describe() if state.whereabouts else ""
+    ) or f"running `kafkaspec {state.command or ' '.join(argv)}`"
     trace = "".join(traceback.format_exception(error))
     if state.debug:
         sys.stderr.write(trace)

@@ -2,16 +2,22 @@
 
 pyarrow, numpy, pandas and pyspark take from ~0.1 s to over a second to import; loading the CLI
 (`kafkaspec --help`) and verifying a small JSON Lines or EDN history must not pay for them, nor
-for every state machine (`spec.scenarios`). Structural tests (which modules are in
-`sys.modules`), not timing tests: they hold on a loaded machine.
+for every state machine (`spec.scenarios`). Every command's `--help` loads only click and the
+command line itself: no checker, reader, engine, rich console, state machine or reference
+(issue 11's target: `--help` and `verify` of a small history within 0.2 s; `bench/startup.py`
+measures it). Structural tests (which modules are in `sys.modules`), not timing tests: they
+hold on a loaded machine.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from spark_checks.history import Operation, OpType
 from spark_checks.readers import write_jsonl, write_parquet
@@ -45,6 +51,76 @@ OPERATIONS = [
     Operation(index=2, time=2, process=1, type=OpType.INVOKE, f="read", value=None),
     Operation(index=3, time=3, process=1, type=OpType.OK, f="read", value=1),
 ]
+
+
+# Runs `kafkaspec ARGV...` and, at exit, prints every module imported.
+RUN_CLI_ALL_MODULES = f"""
+import atexit, json, sys
+
+def report():
+    print({MARKER!r} + json.dumps(sorted(sys.modules)), file=sys.stderr)
+
+atexit.register(report)
+from kafkaspec.cli import main
+main(sys.argv[1:])
+"""
+
+COMMANDS = ("verify", "check", "scenarios", "conformance", "docs")
+
+NOT_FOR_HELP = (
+    *HEAVY,
+    "rich.console",
+    "multiprocessing",
+    "spec",
+    "reference",
+    "impl",
+    "conformance",
+    "spark_checks.batch",
+    "spark_checks.checking",
+    "spark_checks.distributed",
+    "spark_checks.engine",
+    "spark_checks.explain",
+    "spark_checks.history",
+    "spark_checks.kafka_checker",
+    "spark_checks.linearizability",
+    "spark_checks.parallel",
+    "spark_checks.readers",
+    "spark_checks.report",
+    "spark_checks.spark_session",
+)
+"""What no `--help` may import (a name stands for its sub-modules too)."""
+
+NOT_FOR_ONE_SMALL_HISTORY = (
+    *HEAVY,
+    "multiprocessing",  # a small history is checked in this process: no worker is forked
+    "spec",
+    "impl",
+    "conformance",
+    "kafkaspec.render",
+    "kafkaspec.docs",
+    "spark_checks.report_html",  # --report only
+    "spark_checks.spark_read",
+    "spark_checks.kafka_histories",
+)
+"""What `verify` of one small register history may not import."""
+
+
+def _within(name: str, packages: tuple[str, ...]) -> bool:
+    return any(name == package or name.startswith(package + ".") for package in packages)
+
+
+def _all_loaded_by(*argv: str) -> tuple[int, set[str]]:
+    """Run the CLI in a fresh interpreter: its exit code and every module it imported."""
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_CLI_ALL_MODULES, *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    lines = [line for line in done.stderr.splitlines() if line.startswith(MARKER)]
+    assert lines, done.stderr
+    return done.returncode, set(json.loads(lines[-1].removeprefix(MARKER)))
 
 
 def _loaded_by(*argv: str) -> tuple[int, list[str]]:
@@ -101,3 +177,43 @@ def test_the_scenarios_command_still_loads_the_scenarios():
     code, loaded = _loaded_by("scenarios", "--json")
     assert code == 0
     assert "spec.scenarios" in loaded
+
+
+@pytest.mark.parametrize("command", [None, *COMMANDS])
+def test_help_of_every_command_loads_only_the_command_line(command: str | None):
+    argv = ["--help"] if command is None else [command, "--help"]
+    code, loaded = _all_loaded_by(*argv)
+    assert code == 0
+    assert "click" in loaded and "kafkaspec.cli" in loaded  # the probe sees what was imported
+    assert sorted(name for name in loaded if _within(name, NOT_FOR_HELP)) == []
+
+
+def test_verifying_a_small_register_history_loads_no_spark_workers_or_spec(tmp_path: Path):
+    history = tmp_path / "history.edn"
+    history.write_text(EDN_HISTORY)
+    code, loaded = _all_loaded_by("verify", str(history))
+    assert code == 0
+    assert "spark_checks.linearizability" in loaded  # it was checked
+    assert sorted(name for name in loaded if _within(name, NOT_FOR_ONE_SMALL_HISTORY)) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="workers are forked")
+def test_verifying_two_histories_forks_workers(tmp_path: Path):
+    """The probe sees the workers' pipes (multiprocessing) when they are used: files go to
+    workers with more than one file."""
+    history = tmp_path / "history.edn"
+    history.write_text(EDN_HISTORY)
+    code, loaded = _all_loaded_by("verify", "--workers", "2", str(history), str(history))
+    assert code == 0
+    assert "multiprocessing.connection" in loaded
+
+
+def test_the_verify_choices_are_their_modules_own():
+    """`spark_checks.choices` (what the command line offers without loading the checkers)
+    holds the names and defaults the checkers, readers and engines use."""
+    from spark_checks import checking, choices, engine, linearizability, readers
+
+    assert choices.MODEL_NAMES == checking.MODEL_NAMES
+    assert choices.FORMATS == readers.FORMATS
+    assert choices.ENGINES == engine.ENGINES
+    assert choices.DEFAULT_MAX_MEMORY_BYTES == linearizability.DEFAULT_MAX_MEMORY_BYTES

@@ -55,10 +55,10 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Final
 
+from spark_checks.choices import FORMATS
 from spark_checks.history import HistoryError, JsonValue, Operation, Position
 from spark_checks.readers._common import (
     CANONICAL_CONVENTIONS,
-    FORMATS,
     KNOSSOS_CONVENTIONS,
     PORCUPINE_ETCD_CONVENTIONS,
     PORCUPINE_KV_CONVENTIONS,

@@ -12,9 +12,6 @@ from typing import Any, Final
 
 from spark_checks.history import HistoryError, JsonValue, Operation, OpType, Position, new_operation
 
-FORMATS: Final = ("jsonl", "edn", "porcupine", "parquet")
-"""The history formats the readers accept (`--format` choices besides `auto`)."""
-
 # --- Source conventions ------------------------------------------------------------------------
 # The keys and values below are a contract with the checkers (spark_checks.linearizability):
 #
@@ -64,8 +61,8 @@ CONVENTION_CHOICES: Final[Mapping[str, tuple[str, ...]]] = {
 class SourceInfo:
     """What a reader found out about a history before reading its operations.
 
-    `format` is one of `FORMATS`; `conventions` holds the source's default conventions
-    (keys `initial`, `nil_read`, `failed_cas`, `failed_read`; see the package docstring);
+    `format` is one of `spark_checks.choices.FORMATS`; `conventions` holds the source's default
+    conventions (keys `initial`, `nil_read`, `failed_cas`, `failed_read`; see the package docstring);
     `dialect` names the variant within the format: "jsonl", "parquet", "jepsen-edn",
     "porcupine-etcd" or "porcupine-kv".
     """
