@@ -16,13 +16,10 @@ import json
 import math
 import os
 import sys
-import tempfile
 import textwrap
 import time
-import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,16 +52,17 @@ one search alone gets `DEFAULT_MAX_MEMORY_BYTES`, several share this (so with th
 all the processes together stay under 1 GB)."""
 
 
-@dataclass
 class RunState:
     """What one run of the command line knows about itself, for reporting a bug: whether
     `--debug` was given, and what a verification is processing (`Whereabouts`, updated by
     the engine; created by `verify`). Created by `main` and handed to click as the context
-    object, not global."""
+    object, not global. A plain class: `dataclasses` (with `inspect`) would cost every
+    command, `--help` included, about 10 ms to import."""
 
-    debug: bool = False
-    whereabouts: Whereabouts | None = None
-    command: str = ""
+    def __init__(self) -> None:
+        self.debug = False
+        self.whereabouts: Whereabouts | None = None
+        self.command = ""
 
 
 class UsageProblem(click.UsageError):
@@ -1180,6 +1178,8 @@ def _report_bug(error: Exception, state: RunState, argv: list[str]) -> None:
     doing = (
         state.whereabouts.describe() if state.whereabouts else ""
     ) or f"running `kafkaspec {state.command or ' '.join(argv)}`"
+    import traceback  # only a bug's report needs it
+
     trace = "".join(traceback.format_exception(error))
     if state.debug:
         sys.stderr.write(trace)
@@ -1196,6 +1196,8 @@ def _report_bug(error: Exception, state: RunState, argv: list[str]) -> None:
 def _write_traceback(trace: str, argv: list[str]) -> str:
     """Write the traceback to a new file in the system's temporary folder (never next to the
     user's files); say where, or why not."""
+    import tempfile
+
     try:
         descriptor, name = tempfile.mkstemp(prefix="kafkaspec-crash-", suffix=".log")
         with os.fdopen(descriptor, "w", encoding="utf-8", errors="backslashreplace") as handle:
