@@ -78,6 +78,16 @@ def _stdout_console(soft_wrap: bool = True) -> Console:
     return Console(soft_wrap=soft_wrap, width=None if sized else 160)
 
 
+class PlainLines:
+    """Where `verify` prints its text: whole lines to stdout as they are, flushed one by one
+    (files are printed as they are verified). Not rich's console: it would cost every `verify`
+    ~20 ms to import, and it reads `:x:` in a path or a value as an emoji code."""
+
+    def print(self, line: str) -> None:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
 def _parse_set(values: Sequence[str]) -> dict[str, str]:
     overrides: dict[str, str] = {}
     for item in values:
@@ -106,6 +116,7 @@ def _progress(enabled: bool) -> Iterator[Callable[[str], Callable[[str], None]]]
         TimeElapsedColumn(),
         console=console,
         transient=True,
+        redirect_stdout=False,  # stdout may be a file: `verify`'s lines go there as they are
     ) as bar:
 
         def start(name: str) -> Callable[[str], None]:
@@ -704,7 +715,7 @@ def verify_command(
         histories = tuple(history_argument(history, engine) for history in histories)
     except RemoteHistoryError as error:
         raise UsageProblem(str(error)) from None
-    console = _stdout_console()
+    console = PlainLines()
     pool = WorkerPool(workers or available_cores(), SEARCHES_MEMORY_BYTES if max_memory_mb is None else None)
     state = click.get_current_context().ensure_object(RunState)
     whereabouts = state.whereabouts = state.whereabouts or Whereabouts()
@@ -747,7 +758,7 @@ def _print_reports(
     reports: list[HistoryReport],
     report_path: Path | None,
     as_json: bool,
-    console: Console,
+    console: PlainLines,
     extra_json: dict[str, Any] | None = None,
     printed: bool = False,
     lookups: list[Lookup | None] | None = None,
@@ -764,7 +775,7 @@ def _print_reports(
         click.echo(json.dumps({**report_json(reports, lookups), **(extra_json or {})}, indent=2))
     elif not printed:
         for line in text_summary(reports):
-            console.print(line, highlight=False, markup=False)
+            console.print(line)
     if report_path is not None and report_text is not None:
         try:
             write_report(report_path, report_text)
@@ -775,7 +786,7 @@ def _print_reports(
         except OSError as error:
             raise UsageProblem(f"cannot write the report {report_path}: {error.strerror}") from None
         if not as_json:
-            console.print(f"report: {report_path}", highlight=False, markup=False)
+            console.print(f"report: {report_path}")
     return exit_code(reports)
 
 
@@ -785,7 +796,7 @@ def _verify_many(
     pool: WorkerPool,
     report_path: Path | None,
     as_json: bool,
-    console: Console,
+    console: PlainLines,
     whereabouts: Whereabouts,
     spark_conf: dict[str, str] | None = None,
 ) -> int:
@@ -814,9 +825,9 @@ def _verify_many(
                 continue
             elif done.report is not None:
                 for line in text_summary([done.report], [done.lookup]):
-                    console.print(line, highlight=False, markup=False)
+                    console.print(line)
             else:
-                console.print(f"{done.path}: UNKNOWN ({done.unfinished})", highlight=False, markup=False)
+                console.print(f"{done.path}: UNKNOWN ({done.unfinished})")
 
     with _progress(sys.stderr.isatty() and not as_json) as progress_for:
         say = progress_for("verify")
@@ -858,7 +869,7 @@ def _verify_many(
     lookups = [outcome.lookup for outcome in outcomes if outcome.report is not None]
     _print_reports(reports, report_path, as_json, console, extra, printed=True, lookups=lookups)
     if not as_json:
-        console.print(summary, highlight=False, markup=False)
+        console.print(summary)
     return batch_exit_code(counts)
 
 

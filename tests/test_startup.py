@@ -92,6 +92,7 @@ NOT_FOR_HELP = (
 
 NOT_FOR_ONE_SMALL_HISTORY = (
     *HEAVY,
+    "rich",  # plain lines (`PlainLines`); rich draws only a terminal's progress line
     "multiprocessing",  # a small history is checked in this process: no worker is forked
     "spec",
     "impl",
@@ -217,3 +218,17 @@ def test_the_verify_choices_are_their_modules_own():
     assert choices.FORMATS == readers.FORMATS
     assert choices.ENGINES == engine.ENGINES
     assert choices.DEFAULT_MAX_MEMORY_BYTES == linearizability.DEFAULT_MAX_MEMORY_BYTES
+
+
+def test_verify_prints_its_lines_as_they_are(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """`verify` writes plain lines (not rich's console, which costs start-up time and reads
+    `:x:` as an emoji code): a path holding an emoji code is printed as it is."""
+    from tests.helpers import run_cli
+
+    history = tmp_path / "run:x:1.edn"
+    history.write_text(EDN_HISTORY)
+    code, out, _ = run_cli(capsys, "verify", str(history), str(history))
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith(f"{history}: VALID (register, edn, local engine, 4 operations")
+    assert lines[-1].startswith("2 histories: 2 valid, 0 invalid, 0 unknown, 0 bad input (")
