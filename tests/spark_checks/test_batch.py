@@ -1,0 +1,107 @@
+"""What a run over many files costs around the checks (`spark_checks.batch`): a small invalid
+history's sentences name its calls from the operations kept while it was verified, not by
+reading the file again, and the report goes back to the printing process without them."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from spark_checks import readers
+from spark_checks.batch import KEEP_FOR_LOOKUP_BYTES, FileOutcome, verify_files
+from spark_checks.engine import VerifyOptions, verify_history
+from spark_checks.explain import call_spans, indices_to_look_up
+from spark_checks.history import Operation, Verdict
+from spark_checks.parallel import WorkerPool
+
+INVALID_EDN = """\
+{:process 0, :type :invoke, :f :write, :value 1}
+{:process 0, :type :ok, :f :write, :value 1}
+{:process 1, :type :invoke, :f :read, :value nil}
+{:process 1, :type :ok, :f :read, :value 2}
+"""
+INVALID_JSONL = (
+    '{"index": 0, "process": 0, "type": "invoke", "f": "write", "value": 1}\n'
+    '{"index": 1, "process": 0, "type": "ok", "f": "write", "value": 1}\n'
+    '{"index": 2, "process": 1, "type": "invoke", "f": "read", "value": null}\n'
+    '{"index": 3, "process": 1, "type": "ok", "f": "read", "value": 2}\n'
+)
+
+
+def _counting_opens(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record every `readers.open_history` of a file (the engine's and the lookup's)."""
+    opened: list[str] = []
+    real = readers.open_history
+
+    def counted(
+        path: str | os.PathLike[str], fmt: str = "auto"
+    ) -> tuple[readers.SourceInfo, Iterator[Operation]]:
+        opened.append(str(path))
+        return real(path, fmt)
+
+    monkeypatch.setattr(readers, "open_history", counted)
+    return opened
+
+
+def _outcome(path: Path) -> FileOutcome:
+    [outcome] = verify_files([str(path)], VerifyOptions(engine="local"), WorkerPool(1))
+    return outcome
+
+
+def test_a_small_invalid_history_is_looked_up_in_its_kept_operations(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    history = tmp_path / "history.edn"
+    history.write_text(INVALID_EDN)
+    opened = _counting_opens(monkeypatch)
+    verify_history(history, VerifyOptions(engine="local"))
+    by_the_engine = len(opened)
+    opened.clear()
+
+    outcome = _outcome(history)
+
+    assert outcome.report is not None and outcome.report.verdict is Verdict.INVALID
+    assert len(opened) == by_the_engine  # the lookup read nothing more
+    assert outcome.report.history is None  # the kept operations stay in the worker
+    _, operations = readers.open_history(history)
+    wanted = indices_to_look_up(outcome.report.failing())
+    assert wanted and outcome.lookup == call_spans(list(operations), wanted)
+
+
+def test_a_json_lines_history_is_read_again_for_its_lookup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """JSON Lines keeps its own fast reader (keeping operations would bypass it): its lookup
+    reads the file again, and finds the same calls."""
+    history = tmp_path / "history.jsonl"
+    history.write_text(INVALID_JSONL)
+    opened = _counting_opens(monkeypatch)
+    verify_history(history, VerifyOptions(engine="local"))
+    by_the_engine = len(opened)
+    opened.clear()
+
+    outcome = _outcome(history)
+
+    assert outcome.report is not None and outcome.report.verdict is Verdict.INVALID
+    assert len(opened) == by_the_engine + 1
+    _, operations = readers.open_history(history)
+    assert outcome.lookup == call_spans(list(operations), indices_to_look_up(outcome.report.failing()))
+
+
+def test_a_large_history_is_not_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past `KEEP_FOR_LOOKUP_BYTES` the operations are not held for the lookup: it reads again."""
+    history = tmp_path / "history.edn"
+    padding = ";" + "x" * 1000 + "\n"  # EDN comments: the same calls, a large file
+    history.write_text(padding * (KEEP_FOR_LOOKUP_BYTES // len(padding) + 1) + INVALID_EDN)
+    opened = _counting_opens(monkeypatch)
+    verify_history(history, VerifyOptions(engine="local"))
+    by_the_engine = len(opened)
+    opened.clear()
+
+    outcome = _outcome(history)
+
+    assert outcome.report is not None and outcome.report.verdict is Verdict.INVALID
+    assert len(opened) == by_the_engine + 1
