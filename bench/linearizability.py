@@ -8,9 +8,15 @@ Two measurements, as the targets are stated:
 1. Per file, in this process: the *check* (what Porcupine's ``CheckEvents`` does with events
    already parsed: split the calls into parts and decide each part), the median of `--repeat`
    runs, one process, no workers (`spark_checks.parallel` is not involved: every file's parts
-   are checked in order here); beside it the whole `verify_history` call (reading and pairing
-   too), which is what a user of one file waits for. Their median and total, this process's
-   time and peak memory (``ru_maxrss``).
+   are checked in order here). The window starts from the calls in the model's form
+   (`checking.model_calls`: each call's input, output and outcome as the model's ``prepare``
+   makes them, in invocation order), as Porcupine's parsers hand ``CheckEvents`` typed
+   ``etcdInput``/``etcdOutput`` and ``kvInput``/``kvOutput`` values in history order; it holds
+   `checking.split_model_calls` and `checking.check_part` of every part, verdicts and
+   evidence included. `kafkaspec verify` prepares each part's calls inside its check, so the
+   *verify* time beside it holds everything from the file to the verdicts: reading,
+   pairing, preparing and checking. Their median and total, this process's time and peak
+   memory (``ru_maxrss``).
 2. The whole set in ONE ``kafkaspec verify --fail-fast`` process over the 108 files (a
    subprocess, timed from its start to its exit, Python's start-up included), with its peak
    memory: the largest process (``ru_maxrss`` of the children) and the sum over the process
@@ -35,8 +41,9 @@ import time
 from pathlib import Path
 
 from spark_checks import readers
-from spark_checks.engine import VerifyOptions, _check_calls, _plan
-from spark_checks.history import Whereabouts, pair_calls
+from spark_checks.checking import check_part, model_calls, split_model_calls
+from spark_checks.engine import VerifyOptions, _plan
+from spark_checks.history import CheckResult, pair_calls
 
 HISTORIES = Path(__file__).resolve().parents[2] / "shared" / "histories" / "porcupine"
 EXPECTED = {"linearizable": "valid", "not-linearizable": "invalid"}
@@ -69,11 +76,15 @@ def check_seconds(path: Path) -> tuple[float, float, str, float]:
     info, operations = readers.open_history(path, "auto")
     operations_list = list(operations)
     plan = _plan(VerifyOptions(engine="local"), info, operations_list[:2000])
-    calls = list(pair_calls(iter(operations_list), str(path)))
+    calls = model_calls(plan, pair_calls(iter(operations_list), str(path)))
     checking, cpu = time.perf_counter(), time.process_time()
-    checked = _check_calls(plan, calls, len(operations_list), None, Whereabouts())
+    parts = sorted(split_model_calls(plan, calls).items())
+    results: list[CheckResult] = [
+        check_part(plan, key, part, parts_left=len(parts) - number)
+        for number, (key, part) in enumerate(parts)
+    ]
     done, cpu_done = time.perf_counter(), time.process_time()
-    verdicts = {result.verdict.value for result in checked.results}
+    verdicts = {result.verdict.value for result in results}
     verdict = "invalid" if "invalid" in verdicts else "unknown" if "unknown" in verdicts else "valid"
     return done - checking, done - started, verdict, cpu_done - cpu
 

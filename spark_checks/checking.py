@@ -27,10 +27,11 @@ import operator
 import time
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import overload
 
 import orjson
 
-from reference.models import resolve_conventions
+from reference.models import Prepared, resolve_conventions
 from spark_checks import kafka_checker, linearizability, maelstrom_kafka
 from spark_checks.history import Call, CheckResult, JsonValue, Operation, Outcome, Verdict
 
@@ -186,8 +187,7 @@ def split_calls(plan: Plan, calls: Iterable[Call]) -> Iterator[tuple[str, Call]]
             for key, piece in kafka_checker.split_call(call):
                 yield partition_key_json(key), piece
         return
-    model = linearizability.get_model(plan.model)
-    partition_key = model.partition_key
+    partition_key = linearizability.get_model(plan.model).partition_key
     names: dict[Hashable, str] = {}  # the JSON of string keys and None, written once each
     for call in calls:
         frozen = partition_key(call)
@@ -200,6 +200,51 @@ def split_calls(plan: Plan, calls: Iterable[Call]) -> Iterator[tuple[str, Call]]
             yield partition_key_json(frozen), call
 
 
+@dataclass(frozen=True)
+class ModelCalls(Sequence[Call]):
+    """Calls in invocation order, each with its form in the sequential model
+    (`SequentialModel.prepare`: the model's input, output and outcome, or None for a call the
+    search leaves out), made once, where the calls are read (`model_calls`), as Porcupine's
+    parsers give its checker typed inputs and outputs. `check_part` takes them as they are;
+    plain calls it prepares itself."""
+
+    calls: Sequence[Call]
+    forms: Sequence[Prepared | None]
+
+    def __len__(self) -> int:
+        return len(self.calls)
+
+    @overload
+    def __getitem__(self, index: int) -> Call: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Call]: ...
+    def __getitem__(self, index: int | slice) -> Call | Sequence[Call]:
+        return self.calls[index]
+
+
+def model_calls(plan: Plan, calls: Iterable[Call]) -> ModelCalls:
+    """`calls` in invocation order with their forms in `plan`'s sequential model (not Kafka);
+    a value the model cannot hold is a `ValueError` naming the call."""
+    ordered = sorted(calls, key=_INVOKE_INDEX)
+    return ModelCalls(ordered, linearizability.prepare_calls(ordered, plan.model, plan.conventions))
+
+
+def split_model_calls(plan: Plan, calls: ModelCalls) -> dict[str, ModelCalls]:
+    """`split_calls` of calls in the model's form: the parts by key, each in invocation order.
+    A history of one key (Porcupine's etcd logs) is its one part as it is."""
+    names = [name for name, _ in split_calls(plan, calls.calls)]
+    if names and names.count(names[0]) == len(names):
+        return {names[0]: calls}
+    parts: dict[str, tuple[list[Call], list[Prepared | None]]] = {}
+    for name, call, form in zip(names, calls.calls, calls.forms, strict=True):
+        part = parts.get(name)
+        if part is None:
+            part = parts[name] = ([], [])
+        part[0].append(call)
+        part[1].append(form)
+    return {name: ModelCalls(*part) for name, part in parts.items()}
+
+
 def check_part(plan: Plan, key_json: str, calls: Sequence[Call], parts_left: int = 1) -> CheckResult:
     """Check one independent part; the result's `partition` is its key. `parts_left`: the
     parts still to check before the deadline, this one included (a linearizability part gets
@@ -208,7 +253,8 @@ def check_part(plan: Plan, key_json: str, calls: Sequence[Call], parts_left: int
     late = _not_checked(plan, key_json, calls)
     if late is not None:
         return late
-    ordered = sorted(calls, key=_INVOKE_INDEX)
+    forms = calls.forms if isinstance(calls, ModelCalls) else None
+    ordered = calls.calls if isinstance(calls, ModelCalls) else sorted(calls, key=_INVOKE_INDEX)
     if key_json == CYCLES_PART:
         return _with_seconds(_check_cycles(plan, ordered), time.perf_counter() - started)
     key = json.loads(key_json)
@@ -238,6 +284,7 @@ def check_part(plan: Plan, key_json: str, calls: Sequence[Call], parts_left: int
                     budget.max_states,
                     max_memory_bytes=budget.max_memory_bytes,
                     deadline=now + (budget.deadline - now) / max(parts_left, 1),
+                    forms=forms,
                 )
             ],
             key,

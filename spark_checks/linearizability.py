@@ -83,7 +83,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from reference.models import MODEL_CLASSES, Observed, SequentialModel, resolve_conventions
+from reference.models import MODEL_CLASSES, Observed, Prepared, SequentialModel, resolve_conventions
 from spark_checks import traceable, user_models
 from spark_checks.history import Call, CheckResult, JsonValue, Outcome, Verdict
 
@@ -223,19 +223,25 @@ def check_partition(
     max_memory_bytes: int = DEFAULT_MAX_MEMORY_BYTES,
     deadline: float = math.inf,
     traceable_first: bool = True,
+    forms: Sequence[Prepared | None] | None = None,
 ) -> CheckResult:
     """Check the calls of one partition (all with the same partition key) on their own,
     within `max_seconds` and before `deadline` (a `time.time()` instant).
 
     With `traceable_first` a kv or register partition whose written values are unique is
     decided by `spark_checks.traceable` (evidence ``method: traceable``); otherwise, or when its
-    preconditions fail (``traceable_fallback`` says which), by the search (``method: search``)."""
+    preconditions fail (``traceable_fallback`` says which), by the search (``method: search``).
+    `forms`: the calls' forms in the model (`prepare_calls`), when the calls were prepared
+    where they were read; `calls` are then in invocation order."""
     check_budget(max_seconds, max_states, max_memory_bytes)
     started = time.perf_counter()
     stop_at = min(started + max_seconds, started + (deadline - time.time()))
     model = get_model(model_name)
     resolved = resolve_conventions(conventions)
-    problem = _Problem.build(calls, model, resolved)
+    if forms is None:
+        calls = sorted(calls, key=_INVOKE_INDEX)
+        forms = _prepare(calls, model, resolved)
+    problem = _Problem.build(calls, forms)
     fallback = None
     if traceable_first and model_name in traceable.MODELS and MODELS.get(model_name) is model:
 
@@ -341,20 +347,15 @@ class _Problem:
     outcomes: list[Observed] = field(default_factory=list)
 
     @classmethod
-    def build(
-        cls, calls: Sequence[Call], model: SequentialModel[Any], conventions: Mapping[str, Any]
-    ) -> _Problem:
+    def build(cls, calls: Sequence[Call], forms: Sequence[Prepared | None]) -> _Problem:
+        """The problem of `calls` (in invocation order) with their `forms` in the model."""
         problem = cls()
         # Bound methods and constants in locals: this loop runs once per call of every part.
-        prepare, unknown = model.prepare, Outcome.INFO
+        unknown = Outcome.INFO
         add_call, add_invoke = problem.calls.append, problem.invoke.append
         add_complete, add_input = problem.complete.append, problem.inputs.append
         add_output, add_outcome = problem.outputs.append, problem.outcomes.append
-        for call in sorted(calls, key=_INVOKE_INDEX):
-            try:
-                prepared = prepare(call, conventions)
-            except ValueError as error:
-                raise ValueError(f"call invoked at index {call.invoke_index}: {error}") from None
+        for call, prepared in zip(calls, forms, strict=True):
             if prepared is None:
                 continue
             call_input, call_output, outcome = prepared
@@ -367,6 +368,28 @@ class _Problem:
             add_output(call_output)
             add_outcome("info" if optional else outcome)
         return problem
+
+
+def prepare_calls(
+    calls: Sequence[Call], model_name: str, conventions: Mapping[str, JsonValue] | None = None
+) -> list[Prepared | None]:
+    """Each call's form in the model (`SequentialModel.prepare`, None for a call the search
+    leaves out); a value the model cannot hold is a `ValueError` naming the call."""
+    return _prepare(calls, get_model(model_name), resolve_conventions(conventions))
+
+
+def _prepare(
+    calls: Iterable[Call], model: SequentialModel[Any], conventions: Mapping[str, Any]
+) -> list[Prepared | None]:
+    prepare = model.prepare
+    forms: list[Prepared | None] = []
+    add = forms.append
+    for call in calls:
+        try:
+            add(prepare(call, conventions))
+        except ValueError as error:
+            raise ValueError(f"call invoked at index {call.invoke_index}: {error}") from None
+    return forms
 
 
 @dataclass
