@@ -11,7 +11,12 @@ the distinct states per second of
   runs at on an idle core; the wall-clock seconds are printed too (`1p s`), but on the shared
   2-core machine they also count waiting for a core;
 * `--workers` processes, per wall-clock second (`Np/s`): what `kafkaspec check --workers N`
-  delivers (helpers' CPU is not this process's, so only wall clock says it);
+  delivers (helpers' CPU is not this process's, so only wall clock says it), with the
+  speed-up over one process's wall clock (`Np x`), and from the fork on each process's CPU
+  seconds and the seconds it waited for the others, the largest of each (`Np cpu`,
+  `Np wait`; `-` when no level was large enough to fork); on a loaded machine the processes
+  wait for a core, so `load` (the one-minute load average after the scenario) says how far
+  the wall clocks can be read;
 * with `--baseline REV`, the same one-process run of the spec and checker as they were at git
   revision REV (`git archive REV spec`, run in a process of its own that the bench asks for one
   scenario at a time, so the two versions alternate under the same load), with the speed-up `x`
@@ -225,8 +230,9 @@ def main() -> None:
     if baseline:
         header += f" {'base/cpu-s':>10} {'x':>5}"
     if workers > 1:
-        header += f" {f'{workers}p s':>6} {f'{workers}p/s':>8}"
-    print(header + f" {'verdict':>8}")
+        header += f" {f'{workers}p s':>6} {f'{workers}p/s':>8} {f'{workers}p x':>5} {f'{workers}p cpu':>6}"
+        header += f" {f'{workers}p wait':>7}"
+    print(header + f" {'verdict':>8} {'load':>5}")
     totals = {"one": 0.0, "cpu": 0.0, "base": 0.0, "common": 0.0, "parallel": 0.0, "states": 0.0}
     verdicts: dict[str, list[str]] = {}
     started = time.perf_counter()
@@ -253,7 +259,14 @@ def main() -> None:
             assert signature(together.result) == signature(result), f"{scenario.name}: the processes disagree"
             totals["parallel"] += together.result.seconds
             line_rates.append(together.result.states_per_second)
-            parallel_text = f" {together.result.seconds:>6.2f} {together.result.states_per_second:>8,.0f}"
+            processes = together.result.processes
+            speedup = result.seconds / together.result.seconds if together.result.seconds > 0 else 0.0
+            cpu_text = f"{max(cpu for cpu, _ in processes):>6.2f}" if processes else f"{'-':>6}"
+            wait_text = f"{max(wait for _, wait in processes):>7.2f}" if processes else f"{'-':>7}"
+            parallel_text = (
+                f" {together.result.seconds:>6.2f} {together.result.states_per_second:>8,.0f}"
+                f" {speedup:>5.2f} {cpu_text} {wait_text}"
+            )
         totals["one"] += result.seconds
         totals["cpu"] += one.cpu
         totals["states"] += result.distinct_states
@@ -265,7 +278,7 @@ def main() -> None:
             f"{result.seconds:>6.2f} {one.cpu:>6.2f} {one.per_cpu_second:>8,.0f}"
             + base_text
             + parallel_text
-            + f" {judged:>8}",
+            + f" {judged:>8} {os.getloadavg()[0]:>5.1f}",
             flush=True,
         )
     wall = time.perf_counter() - started

@@ -51,43 +51,66 @@ Symmetry
     (`spec.replication_with_controller.canonical`).
 
 Two cores (`workers`)
-    With `workers=N`, once a level's frontier is large enough the checker forks N-1 helper
-    processes. Every process keeps the explored graph with the same indices; each level,
-    every process expands its share of the frontier (the states it found itself, evened out)
-    and checks invariants on what it found new, then all exchange only the *names* of their
-    new states (frontier position, candidate-action ordinal, key hash): a few integers, never
-    a pickled state. Each process merges all names in sequential order, by (frontier
-    position, ordinal), and admits exactly the states the one-process search admits, with the
-    same indices and parents, so the counts, the counterexample and the witnesses are
-    identical (the first violation in that order is the sequential checker's first: a state
-    new to the search is new to the process that generated it). A state another process
-    found is built here (its action applied to its parent) only when this process must
-    expand it, compare it with a state of the same hash, or print it in a trace. Helpers are
-    ordinary forks of the checking process (POSIX only; elsewhere, or when the system refuses
-    a process, the check runs in one process). Measured in CPU seconds of each process: on
-    epoch-truncation each of two processes expands for 2.9 CPU-s where one process takes 6.1
-    in all (a second idle core saves at most a third); on zk-zombie-controller-fenced each
-    takes 7.0 against 7.5, because each rebuilds about 38,000 states the other found, most of
-    them to compare a state both found in the same level (equal hashes).
+    With `workers=N`, once a level's frontier has `parallel_from` states the checker forks
+    N-1 helper processes, which share the rest of the search as the multi-core breadth-first
+    modes of TLC, Murphi and Spin do: every state has one *owner*, the process `hash(key) % N`,
+    which alone decides whether it is new, keeps it, checks its invariants and witnesses and
+    expands it. A level is explored in rounds of at most ROUND_POSITIONS frontier positions.
+    In a round, each process expands the frontier states it owns, in sequential order; it
+    keeps the successors it owns and sends each other one to its owner unless it knows it is
+    not new (admitted before the fork, or sent already). The owner deduplicates exactly, with
+    a dictionary of whole keys as one process does. States cross as pickle streams, one each
+    way between two processes, that remember every object already sent: a successor shares
+    most of its parts with states sent before, so only its new parts cross (50-120 bytes a
+    state on the scenarios), with a reducer for the spec's frozen dataclasses 3x cheaper than
+    pickle's own. Then every process tells all the others the *sequential keys* of the new
+    states it owns, (parent's frontier position, candidate-action ordinal) as one integer,
+    with its first violation, the first key meeting each witness and its enabled transitions.
+    So per round there are two exchanges, per state about one integer for all and, for a
+    third to two fifths of the states, their new parts for their owner.
+
+    Why the answer is the one-process search's: that search admits a state at the first
+    transition, in (position, ordinal) order, that reaches its key. Its owner sees every
+    transition of the round reaching the key that its sender did not know to be old, and
+    keeps the smallest; the rounds go in position order, so a key admitted in an earlier
+    round is known in later ones. Merging everyone's sequential keys gives every process the
+    level's order, hence each state's frontier position and the next level's keys. The stop is
+    the first in that order of: a transition breaking a step property, a new state breaking an
+    invariant, the state reaching `max_states`; every process decides it from the same
+    summaries, and counts the transitions (every process's up to its position, plus those at
+    it) and the witnesses up to it. The trace is rebuilt by name: each level's keys give a
+    state's parent position and action ordinal, back to the frontier at the fork, from which
+    the caller applies the actions again (candidate actions and steps are functions). States,
+    transitions, depth, witnesses and the counterexample are exactly those of `workers=1`
+    (tested on puzzles with every bound, and on the replication scenarios; `bench.model_check`
+    compares every scenario). Helpers are ordinary forks of the checking process (POSIX
+    only; elsewhere, or when the system refuses a process, the check runs in one process).
 
 Modelled on TLC's breadth-first mode and stateright's `spawn_bfs`.
 """
 
 from __future__ import annotations
 
+import bisect
 import contextlib
+import dataclasses
 import gc
-import heapq
+import inspect
+import io
 import itertools
+import operator
 import os
+import pickle
+import signal
 import sys
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from array import array
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, Pipe
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar
 
 State = TypeVar("State", bound=Hashable)
 Action = TypeVar("Action")
@@ -135,6 +158,9 @@ class CheckResult(Generic[State, Action]):
     seconds: float
     seconds_to_violation: float | None
     witnesses_reached: Mapping[str, bool]
+    # with several processes: (CPU seconds, wall-clock seconds waiting for the others) of each
+    # process from the fork on, the caller first; empty when one process checked alone
+    processes: tuple[tuple[float, float], ...] = ()
 
     @property
     def states_per_second(self) -> float:
@@ -153,8 +179,13 @@ def _first_failing(properties: Iterable[tuple[str, Callable[[State], bool]]], st
     return None
 
 
-PARALLEL_FROM = 2048
-"""Smallest frontier worth forking helpers for: below it a level takes milliseconds."""
+PARALLEL_FROM = 256
+"""Smallest frontier worth forking helpers for: below it a level takes a few milliseconds."""
+
+ROUND_POSITIONS = 2048
+"""Frontier positions the processes expand between two exchanges: the one-process search
+may stop anywhere in a level (a violation), and the others learn of it at the end of the
+round, so a round bounds the work done past the stop."""
 
 
 def default_workers() -> int:
@@ -269,16 +300,8 @@ def _explore(
     depth = 0
     while frontier and depth < max_depth:
         if workers > 1 and len(frontier) >= parallel_from:
-            graph = _Graph(
-                model,
-                cast("list[State | None]", states),  # only appended to from here on
-                parents,
-                via,
-                index_of,
-                witnesses_left,
-                witnesses_reached,
-                transitions,
-                hashes={hash(key) for key in index_of},
+            prefix = _Prefix(
+                states, frontier, index_of, transitions, depth, trace_to, witnesses_left, witnesses_reached
             )
             # Nothing may run between the fork and the `with`: a helper must never leave
             # it other than through os._exit (it would return into the caller's code).
@@ -287,10 +310,19 @@ def _explore(
                 workers = 1  # the system refused a process: go on alone, and do not ask again
                 continue
             with team:
-                outcome = _explore_in_parallel(
-                    model, team, graph, frontier, depth, max_depth, max_states, progress
-                )
-            return finish(outcome.violation, outcome.depth, outcome.complete, graph.transitions)
+                outcome = _explore_in_parallel(model, team, prefix, max_depth, max_states, progress)
+            elapsed = time.perf_counter() - started
+            return CheckResult(
+                outcome.violation,
+                outcome.distinct_states,
+                outcome.transitions,
+                outcome.depth,
+                outcome.complete,
+                elapsed,
+                elapsed if outcome.violation else None,
+                witnesses_reached,
+                outcome.processes,
+            )
         depth += 1
         next_frontier: list[int] = []
         extend_frontier = next_frontier.append
@@ -333,188 +365,227 @@ def _explore(
 # Several processes (see "Two cores" in the module docstring)
 # ---------------------------------------------------------------------------------------
 
-Key = tuple[int, int]
-"""Where a transition is in the sequential order: (frontier position, candidate ordinal)."""
+ORDINAL_BITS = 24
+"""A transition's place in the sequential order is one integer, `position << ORDINAL_BITS |
+ordinal` (its parent's frontier position, its action's candidate ordinal), so the order is
+integer order and a level's keys travel as an array."""
 
-
-@dataclass
-class _Graph(Generic[State, Action]):
-    """The explored graph as each process keeps it; the search appends to it.
-
-    A state another process found is first kept by *name* only (`names`: the ordinal of its
-    action among its parent's candidates) and built by applying that action when this
-    process needs it: to expand it, to tell it apart from an equal-hash state, for a trace.
-    About half of them never are.
-    """
-
-    model: Model[State, Action]
-    states: list[State | None]  # None: not built in this process (see `names`)
-    parents: list[int]
-    via: list[Action | None]
-    index_of: dict[Hashable, int]  # key -> index, of the states built in this process
-    witnesses_left: dict[str, Callable[[State], bool]]
-    witnesses_reached: dict[str, bool]
-    transitions: int
-    names: dict[int, int] = field(default_factory=dict)  # unbuilt index -> action ordinal
-    unbuilt: dict[int, list[int]] = field(default_factory=dict)  # key hash -> unbuilt indices
-    hashes: set[int] = field(default_factory=set)  # the key hash of every state admitted
-
-    def key(self, state: State) -> Hashable:
-        canonical = self.model.canonical
-        return state if canonical is None else canonical(state)
-
-    def successor(self, parent: int, ordinal: int) -> tuple[Action, State]:
-        """Apply the `ordinal`-th candidate action of the state at `parent` (another process
-        took it: a state's candidate actions are the same in every process)."""
-        state = self.state(parent)
-        action = next(itertools.islice(self.model.candidate_actions(state), ordinal, None))
-        successor = self.model.step(state, action)
-        assert successor is not None, "another process took an action that is not enabled here"
-        return action, successor
-
-    def state(self, index: int) -> State:
-        """The state at `index`, built now if only its name was known."""
-        state = self.states[index]
-        if state is not None:
-            return state
-        action, built = self.successor(self.parents[index], self.names.pop(index))
-        key = self.key(built)
-        waiting = self.unbuilt[hash(key)]
-        waiting.remove(index)
-        if not waiting:
-            del self.unbuilt[hash(key)]
-        self.states[index], self.via[index] = built, action
-        self.index_of[key] = index
-        return built
-
-    def seen(self, key: Hashable, key_hash: int) -> bool:
-        """Whether a state with this key was admitted (building the unbuilt ones of the same
-        hash to compare them: equality, not the hash, decides)."""
-        if key in self.index_of:
-            return True
-        if key_hash in self.unbuilt:
-            for index in list(self.unbuilt[key_hash]):
-                self.state(index)
-            return key in self.index_of
-        return False
-
-    def admit(self, parent: int, action: Action, state: State, key: Hashable, key_hash: int) -> int:
-        index = len(self.states)
-        self.states.append(state)
-        self.parents.append(parent)
-        self.via.append(action)
-        self.index_of[key] = index
-        self.hashes.add(key_hash)
-        return index
-
-    def admit_by_name(self, parent: int, ordinal: int, key_hash: int) -> int:
-        index = len(self.states)
-        self.states.append(None)
-        self.parents.append(parent)
-        self.via.append(None)
-        self.names[index] = ordinal
-        self.unbuilt.setdefault(key_hash, []).append(index)
-        self.hashes.add(key_hash)
-        return index
-
-    def trace_to(self, index: int) -> tuple[TraceStep[State, Action], ...]:
-        steps: list[TraceStep[State, Action]] = []
-        while index >= 0:
-            state = self.state(index)
-            steps.append(TraceStep(self.via[index], state))
-            index = self.parents[index]
-        return tuple(reversed(steps))
+_ORDINAL_MASK = (1 << ORDINAL_BITS) - 1
 
 
 @dataclass(frozen=True)
-class _Share:
-    """What one process found in its share of a level, without the states themselves."""
+class _Prefix(Generic[State, Action]):
+    """What every process shares at the fork: the graph the one-process search built so far."""
 
-    # (position, ordinal, enabled transitions of that position up to it, key hash) of each
-    # state new to this process, in order
-    found: list[tuple[int, int, int, int]]
-    enabled: dict[int, int]  # position -> enabled transitions, for the positions finished
-    # the first violation: (position, ordinal, enabled transitions up to it, kind, property)
-    violation: tuple[int, int, int, str, str] | None
-    witnesses: dict[str, Key]  # witness -> key of the first new state that meets it
+    states: list[State]  # by index
+    frontier: list[int]  # the indices of the level to expand next
+    index_of: dict[Hashable, int]  # every key admitted so far
+    transitions: int
+    depth: int
+    trace_to: Callable[[int], tuple[TraceStep[State, Action], ...]]
+    witnesses_left: dict[str, Callable[[State], bool]]
+    witnesses_reached: dict[str, bool]
 
 
 @dataclass(frozen=True)
 class _Outcome(Generic[State, Action]):
     violation: Violation[State, Action] | None
+    distinct_states: int
+    transitions: int
     depth: int
-    complete: bool = False  # every reachable state explored (never after a stop)
+    complete: bool  # every reachable state explored (never after a stop)
+    processes: tuple[tuple[float, float], ...]  # per rank: (CPU seconds, seconds waiting)
+
+
+@dataclass(frozen=True)
+class _Summary:
+    """What one process tells all the others about a level once it has deduplicated its states."""
+
+    found: bytes  # array('q') of the sequential keys of the new states it owns, in order
+    enabled: int  # transitions enabled in its share of the frontier
+    step_violation: tuple[int, int, str] | None  # (key, enabled transitions of its parent up to it, property)
+    invariant_violation: tuple[int, int, str] | None  # (key, the same count, property)
+    witnesses: dict[str, int]  # witness -> key of the first new state it owns that meets it
+
+
+@dataclass(frozen=True)
+class _Stop:
+    """Where the one-process search stops within a level: at the transition `key`."""
+
+    key: int
+    kind: str  # "step", "invariant" (both violations) or "limit" (max_states reached)
+    property_name: str = ""
+
+
+def _dataclass_reducer(cls: type) -> Callable[[Any], tuple[Any, ...]] | None:
+    """pickle's reduction of an instance of `cls` as (cls, its init fields) when `cls` is a
+    frozen dataclass rebuilt by its constructor (None otherwise: pickle's own way).
+
+    A frozen dataclass is a value, so calling its constructor with its init fields gives an
+    equal object (fields left out of `__init__`, such as a cached hash, take their default
+    again). Pickle's own way for a slotted dataclass calls the dataclass's generated
+    `__getstate__`/`__setstate__`, which look the fields up on every call: about 3x slower.
+    """
+    if not dataclasses.is_dataclass(cls) or not cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]
+        return None
+    if cls.__reduce_ex__ is not object.__reduce_ex__ or cls.__reduce__ is not object.__reduce__:
+        return None  # the class says how it is pickled
+    fields = dataclasses.fields(cls)
+    names = [item.name for item in fields if item.init]
+    rebuilt = all(
+        item.init
+        or item.default is not dataclasses.MISSING
+        or item.default_factory is not dataclasses.MISSING
+        for item in fields
+    )
+    try:
+        parameters = list(inspect.signature(cls).parameters)
+    except (TypeError, ValueError):
+        return None
+    if not rebuilt or parameters != names:  # an InitVar, or an uninitialised field
+        return None
+    if not names:
+        return lambda obj: (cls, ())
+    if len(names) == 1:
+        one = operator.attrgetter(names[0])
+        return lambda obj: (cls, (one(obj),))
+    every = operator.attrgetter(*names)
+    return lambda obj: (cls, every(obj))
+
+
+class _Reducers(dict[type, Callable[[Any], tuple[Any, ...]]]):
+    """A pickler's `dispatch_table` that makes each frozen dataclass's reducer when first met."""
+
+    def __missing__(self, cls: type) -> Callable[[Any], tuple[Any, ...]]:
+        reducer = _dataclass_reducer(cls)
+        if reducer is None:
+            raise KeyError(cls)  # the pickler then reduces the object its own way
+        self[cls] = reducer
+        return reducer
+
+
+class _Codec:
+    """The states exchanged with one other process, as two pickle streams (one each way) that
+    remember every object already sent: a successor shares most of its parts with states sent
+    before, and only its new parts cross (about 50-120 bytes a state on the scenarios)."""
+
+    def __init__(self, reducers: _Reducers) -> None:
+        self._out = io.BytesIO()
+        self._pickler = pickle.Pickler(self._out, protocol=pickle.HIGHEST_PROTOCOL)
+        self._pickler.dispatch_table = reducers
+        self._in = io.BytesIO()
+        self._unpickler = pickle.Unpickler(self._in)
+
+    def encode(self, item: object) -> bytes:
+        self._out.seek(0)
+        self._out.truncate()
+        self._pickler.dump(item)
+        return self._out.getvalue()
+
+    def decode(self, data: bytes) -> Any:
+        self._in.seek(0)
+        self._in.truncate()
+        self._in.write(data)
+        self._in.seek(0)
+        return self._unpickler.load()
+
+
+class _PeerGoneError(Exception):
+    """Another process of the team failed (`report` is its traceback) or is gone (`report` empty)."""
+
+    def __init__(self, rank: int, report: str) -> None:
+        super().__init__(f"model checker helper {rank} " + (f"failed:\n{report}" if report else "died"))
+        self.rank = rank
+
+
+_DATA, _ERROR = b"D", b"E"
 
 
 class _Team:
-    """This process and its forked helpers: rank 0 is the caller, helpers have ranks 1..N-1.
+    """This process and its forked helpers, each connected to every other by a socket pair:
+    rank 0 is the caller, helpers have ranks 1..N-1.
 
     Used as a context manager: a helper leaves the `with` block only through `os._exit`, so
-    it never returns into the caller's code; the caller closes the pipes (a helper still
-    waiting then exits) and reaps the helpers.
+    it never returns into the caller's code; the caller closes its connections (a helper
+    still waiting then exits) and reaps the helpers.
     """
 
-    def __init__(self, rank: int, size: int, connections: list[Connection], pids: list[int]) -> None:
+    def __init__(self, rank: int, size: int, peers: dict[int, Connection], pids: list[int]) -> None:
         self.rank = rank
         self.size = size
-        self._connections = connections  # rank 0: one per helper; a helper: the one to rank 0
+        self._peers = peers
         self._pids = pids
+        self.waiting = 0.0  # wall-clock seconds spent in exchanges (waiting for the others)
 
     @classmethod
     def fork(cls, size: int) -> _Team | None:
-        """The team, or None when the system refuses a process or a pipe (then no helper is
-        left running and the caller goes on alone)."""
-        pids: list[int] = []
+        """The team, or None when the system refuses a process or a socket pair (then no
+        helper is left running and the caller goes on alone)."""
+        pairs: dict[tuple[int, int], tuple[Connection, Connection]] = {}
         try:
-            pipes = [Pipe() for _ in range(size - 1)]
+            for low, high in itertools.combinations(range(size), 2):
+                pairs[low, high] = Pipe()
         except OSError:
+            _close_all(pairs)
             return None
+        pids: list[int] = []
         for rank in range(1, size):
             try:
                 with warnings.catch_warnings():
                     # Python 3.12+ warns about fork in a multi-threaded process (a progress
-                    # spinner's thread): the helper only computes and talks over its pipe.
+                    # spinner's thread): the helper only computes and talks over its sockets.
                     warnings.simplefilter("ignore", DeprecationWarning)
                     pid = os.fork()
             except OSError:
-                for parent_end, child_end in pipes:
-                    parent_end.close()
-                    child_end.close()  # the helpers started get EOF and leave
+                _close_all(pairs)  # the helpers started get EOF and leave
                 for started in pids:
                     os.waitpid(started, 0)
                 return None
             if pid == 0:
-                mine = pipes[rank - 1][1]
-                for index, (parent_end, child_end) in enumerate(pipes):
-                    parent_end.close()
-                    if index != rank - 1:
-                        child_end.close()
-                return cls(rank, size, [mine], [])
+                return cls(rank, size, _keep_ends(pairs, rank), [])
             pids.append(pid)
-        for _, child_end in pipes:
-            child_end.close()
-        return cls(0, size, [parent_end for parent_end, _ in pipes], pids)
+        return cls(0, size, _keep_ends(pairs, 0), pids)
 
-    def exchange(self, share: _Share) -> list[_Share]:
-        """Every process's share of this level, in rank order."""
-        if self.rank:
-            connection = self._connections[0]
-            connection.send(("share", share))
-            others: list[_Share | None] = connection.recv()
-            return [share if found is None else found for found in others]
-        everyone = [share]
-        for rank, connection in enumerate(self._connections, start=1):
-            try:
-                kind, payload = connection.recv()
-            except EOFError:
-                raise RuntimeError(f"model checker helper {rank} died") from None
-            if kind == "error":
-                raise RuntimeError(f"model checker helper {rank} failed:\n{payload}")
-            everyone.append(payload)
-        for rank, connection in enumerate(self._connections, start=1):
-            # Each helper has its own share already: send it the others' only.
-            connection.send([None if index == rank else found for index, found in enumerate(everyone)])
-        return everyone
+    def exchange(self, messages: Sequence[bytes]) -> list[bytes]:
+        """Send `messages[peer]` to every other process and receive what each sent here
+        (in rank order; this process's own slot is empty). Every pair talks in one global
+        order, (low rank, high rank), the lower rank sending first, so a message larger than
+        the socket's buffer never leaves two processes waiting on each other."""
+        started = time.perf_counter()
+        received = [b""] * self.size
+        for peer in range(self.size):
+            if peer == self.rank:
+                continue
+            if self.rank < peer:
+                self._send(peer, messages[peer])
+                received[peer] = self._receive(peer)
+            else:
+                received[peer] = self._receive(peer)
+                self._send(peer, messages[peer])
+        self.waiting += time.perf_counter() - started
+        return received
+
+    def gather(self, item: object) -> list[Any]:
+        """Every process's `item`, in rank order."""
+        blob = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
+        received = self.exchange([blob] * self.size)
+        return [item if rank == self.rank else pickle.loads(data) for rank, data in enumerate(received)]
+
+    def _send(self, peer: int, data: bytes) -> None:
+        try:
+            self._peers[peer].send_bytes(_DATA + data)
+        except OSError:  # the peer is gone: say why, if it left word
+            self._receive(peer)
+            raise _PeerGoneError(peer, "") from None
+
+    def _receive(self, peer: int) -> bytes:
+        try:
+            frame = self._peers[peer].recv_bytes()
+        except (EOFError, OSError):
+            raise _PeerGoneError(peer, "") from None
+        if frame[:1] == _ERROR:
+            raise _PeerGoneError(peer, frame[1:].decode())
+        return frame[1:]
 
     def __enter__(self) -> _Team:
         return self
@@ -522,177 +593,330 @@ class _Team:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, _: Any) -> None:
         if self.rank:
             code = 0
-            if error is not None and not isinstance(error, EOFError):  # EOF: the caller is gone
+            caller_gone = isinstance(error, _PeerGoneError) and error.rank == 0
+            if error is not None and not caller_gone:
                 code = 1
+                report = "".join(traceback.format_exception(error)).encode()
                 with contextlib.suppress(OSError):  # the caller may be gone already
-                    self._connections[0].send(("error", "".join(traceback.format_exception(error))))
+                    self._peers[0].send_bytes(_ERROR + report)
             os._exit(code)
-        for connection in self._connections:
+        for connection in self._peers.values():
             connection.close()
         for pid in self._pids:
+            if error is not None:  # a helper may be in the middle of a level: do not wait for it
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
+        if isinstance(error, _PeerGoneError):
+            raise RuntimeError(str(error)) from None
 
 
-def _expand_share(
-    model: Model[State, Action], graph: _Graph[State, Action], frontier: Sequence[int], mine: Iterable[int]
-) -> tuple[_Share, dict[Key, tuple[Action, State]]]:
-    """Expand the frontier positions `mine` (in increasing order) as the one-process search
-    would, stopping at the first violation."""
-    candidate_actions, step, canonical = model.candidate_actions, model.step, model.canonical
-    step_properties = tuple(model.step_properties.items())
-    invariants = tuple(model.invariants.items())
-    index_of, unbuilt = graph.index_of, graph.unbuilt
-    witnesses = dict(graph.witnesses_left)
-    fresh: set[Hashable] = set()
-    found: list[tuple[int, int, int, int]] = []
-    own: dict[Key, tuple[Action, State]] = {}
-    enabled: dict[int, int] = {}
-    first_witness: dict[str, Key] = {}
-
-    def share(violation: tuple[int, int, int, str, str] | None = None) -> _Share:
-        return _Share(found, enabled, violation, first_witness)
-
-    for position in mine:
-        state = graph.state(frontier[position])
-        count = 0
-        for ordinal, action in enumerate(candidate_actions(state)):
-            successor = step(state, action)
-            if successor is None:
-                continue
-            count += 1
-            for name, holds in step_properties:
-                if not holds(state, successor):
-                    return share((position, ordinal, count, "step", name)), own
-            key = successor if canonical is None else canonical(successor)
-            if key in index_of or key in fresh:
-                continue
-            key_hash = hash(key)
-            if key_hash in unbuilt and graph.seen(key, key_hash):
-                continue
-            fresh.add(key)
-            found.append((position, ordinal, count, key_hash))
-            own[position, ordinal] = (action, successor)
-            if witnesses:
-                for name, reached in list(witnesses.items()):
-                    if reached(successor):
-                        first_witness[name] = (position, ordinal)
-                        del witnesses[name]
-            failing = _first_failing(invariants, successor)
-            if failing is not None:
-                return share((position, ordinal, count, "invariant", failing)), own
-        enabled[position] = count
-    return share(), own
+def _keep_ends(
+    pairs: Mapping[tuple[int, int], tuple[Connection, Connection]], rank: int
+) -> dict[int, Connection]:
+    """Close every socket end but this rank's own (so a peer's exit is seen as end of file)."""
+    mine: dict[int, Connection] = {}
+    for (low, high), (low_end, high_end) in pairs.items():
+        if rank == low:
+            mine[high] = low_end
+            high_end.close()
+        elif rank == high:
+            mine[low] = high_end
+            low_end.close()
+        else:
+            low_end.close()
+            high_end.close()
+    return mine
 
 
-def _tagged(found: list[tuple[int, int, int, int]], rank: int) -> Iterator[tuple[int, int, int, int, int]]:
-    for position, ordinal, count, key_hash in found:
-        yield position, ordinal, count, key_hash, rank
+def _close_all(pairs: Mapping[tuple[int, int], tuple[Connection, Connection]]) -> None:
+    for low_end, high_end in pairs.values():
+        low_end.close()
+        high_end.close()
 
 
 def _explore_in_parallel(
     model: Model[State, Action],
     team: _Team,
-    graph: _Graph[State, Action],
-    frontier: list[int],
-    depth: int,
+    prefix: _Prefix[State, Action],
     max_depth: int,
     max_states: int | None,
     progress: ProgressCallback | None,
 ) -> _Outcome[State, Action]:
-    """The remaining levels, explored by every process of `team` (each runs this)."""
-    # Each process expands the states it found itself (it has built them) and knows the
-    # others' by name only; the first level is dealt out by position.
-    mine: Iterable[int] = range(team.rank, len(frontier), team.size)
-    while frontier and depth < max_depth:
+    """The remaining levels, explored by every process of `team` (each runs this), a round
+    of at most ROUND_POSITIONS frontier positions at a time (see "Two cores")."""
+    started = time.process_time()
+    canonical = model.canonical
+    rank, size = team.rank, team.size
+    mine: list[tuple[int, State]] = []  # (frontier position, state) of the frontier states owned here
+    for position, index in enumerate(prefix.frontier):
+        state = prefix.states[index]
+        if hash(state if canonical is None else canonical(state)) % size == rank:
+            mine.append((position, state))
+    process = _Process(model, team, prefix.index_of)
+    witnesses_left, witnesses_reached = prefix.witnesses_left, prefix.witnesses_reached
+    levels: list[array[int]] = []  # per level after the fork: the keys of its states, in order
+    state_count, transitions, depth = len(prefix.states), prefix.transitions, prefix.depth
+    frontier_size = len(prefix.frontier)
+    stop: _Stop | None = None
+    while frontier_size and depth < max_depth and stop is None:
         depth += 1
-        share, own = _expand_share(model, graph, frontier, mine)
-        shares = team.exchange(share)
-        violations = [found.violation for found in shares if found.violation is not None]
-        violation = min(violations) if violations else None
-        limit: Key | None = violation[:2] if violation else None
-
-        # Admit the new states in the sequential order: by (position, ordinal) across shares.
-        merged = heapq.merge(*(_tagged(found.found, rank) for rank, found in enumerate(shares)))
-        next_frontier: list[int] = []
-        finders: list[int] = []  # for each next-frontier position, the rank that found it
-        stop: tuple[int, int, int] | None = None
-        violating: int | None = None  # the index of the state that breaks an invariant
-        for position, ordinal, count, key_hash, rank in merged:
-            if limit is not None and (position, ordinal) > limit:
+        keys: list[int] = []  # of the level's new states, in sequential order
+        new: list[tuple[int, int, State]] = []  # the level's new states owned here
+        taken = 0
+        for low in range(0, frontier_size, ROUND_POSITIONS):
+            share_end = bisect.bisect_left(mine, low + ROUND_POSITIONS, lo=taken, key=operator.itemgetter(0))
+            share, taken = mine[taken:share_end], share_end
+            found, summaries, positions, counts = process.round(share, witnesses_left)
+            admitted, stop = _decide(summaries, state_count, max_states)
+            _reach(witnesses_left, witnesses_reached, summaries, stop)
+            state_count += len(admitted)
+            keys += admitted
+            if stop is not None:
+                transitions += _count_to(team, stop, positions, counts, found, summaries[rank].step_violation)
                 break
-            parent = frontier[position]
-            if rank != team.rank and key_hash not in graph.hashes:
-                # No admitted state has this hash: new for sure; built only when needed.
-                index = graph.admit_by_name(parent, ordinal, key_hash)
-            else:
-                action, successor = own.get((position, ordinal)) or graph.successor(
-                    frontier[position], ordinal
-                )
-                key = graph.key(successor)
-                if graph.seen(key, key_hash):
+            transitions += sum(summary.enabled for summary in summaries)
+            new += found
+        levels.append(array("q", keys))
+        mine = [(bisect.bisect_left(keys, key), state) for key, _, state in new]
+        frontier_size = len(keys)
+        if progress is not None and rank == 0:
+            progress(state_count, depth)
+    times: list[tuple[float, float]] = team.gather((time.process_time() - started, team.waiting))
+    violation = None
+    if stop is not None and stop.kind != "limit" and rank == 0:
+        violation = _violation(model, prefix, levels, stop)
+    complete = stop is None and frontier_size == 0
+    return _Outcome(violation, state_count, transitions, depth, complete, tuple(times))
+
+
+@dataclass(frozen=True)
+class _Outgoing(Generic[State]):
+    """The successors a process sends one owner in a round: three columns, so that only the
+    states go through the pickler (and its memory of objects sent) and the numbers travel as
+    arrays."""
+
+    keys: list[int] = field(default_factory=list)  # sequential keys
+    counts: list[int] = field(default_factory=list)  # enabled transitions of the parent up to each
+    states: list[State] = field(default_factory=list)
+
+    def message(self) -> tuple[bytes, bytes, list[State]]:
+        return array("q", self.keys).tobytes(), array("q", self.counts).tobytes(), self.states
+
+    @staticmethod
+    def items(message: tuple[bytes, bytes, list[State]]) -> Iterable[tuple[int, int, State]]:
+        keys, counts, states = message
+        return zip(array("q", keys), array("q", counts), states, strict=True)
+
+
+class _Process(Generic[State, Action]):
+    """One process's part of the search after the fork: it expands the frontier states it
+    owns, sends each successor it does not own to its owner unless it knows it already, and
+    deduplicates the successors it owns, keeping the first in sequential order."""
+
+    def __init__(self, model: Model[State, Action], team: _Team, known: dict[Hashable, int]) -> None:
+        self.model = model
+        self.team = team
+        # Every key admitted before the fork, then those admitted here and those sent from
+        # here: a successor found here is new to the search only if it is not among them.
+        self.known = known
+        reducers = _Reducers()
+        self.codecs = {peer: _Codec(reducers) for peer in range(team.size) if peer != team.rank}
+
+    def round(
+        self, share: Sequence[tuple[int, State]], witnesses_left: Mapping[str, Callable[[State], bool]]
+    ) -> tuple[list[tuple[int, int, State]], list[_Summary], list[int], list[int]]:
+        """Expand `share` (frontier positions owned here, in increasing order) and settle the
+        round with the others: (the new states owned here as (key, count, state) in order,
+        every process's summary, the positions expanded here and their enabled transitions)."""
+        team, known, codecs = self.team, self.known, self.codecs
+        owned, outgoing, positions, counts, step_violation = self._expand(share)
+        received = team.exchange(
+            [
+                b"" if peer == team.rank else codecs[peer].encode(outgoing[peer].message())
+                for peer in range(team.size)
+            ]
+        )
+        canonical = self.model.canonical
+        for peer, data in enumerate(received):
+            if peer == team.rank:
+                continue
+            for found in _Outgoing.items(codecs[peer].decode(data)):
+                successor = found[2]
+                key = successor if canonical is None else canonical(successor)
+                if key in known:
                     continue
-                index = graph.admit(parent, action, successor, key, key_hash)
-            finders.append(rank)
-            next_frontier.append(index)
-            if violation is not None and (position, ordinal) == violation[:2]:
-                violating = index
-            if max_states is not None and len(graph.states) >= max_states:
-                stop = (position, ordinal, count)
-                limit = (position, ordinal)
-                break
-        _account(graph, shares, stop or (violation[:3] if violation else None), limit)
-        if progress is not None and team.rank == 0:
-            progress(len(graph.states), depth)
+                held = owned.get(key)
+                if held is None or found[0] < held[0]:  # the first in sequential order wins
+                    owned[key] = found
+        new = sorted(owned.values(), key=operator.itemgetter(0))
+        invariants = tuple(self.model.invariants.items())
+        new, invariant_violation, first_witness = _check_new(new, invariants, witnesses_left)
+        summaries: list[_Summary] = team.gather(
+            _Summary(
+                array("q", [found[0] for found in new]).tobytes(),
+                sum(counts),
+                step_violation,
+                invariant_violation,
+                first_witness,
+            )
+        )
+        known.update(dict.fromkeys(owned, -1))  # (only a stop, which ends the search, admits fewer)
+        return new, summaries, positions, counts
 
-        if violation is not None and (stop is None or violation[:2] <= stop[:2]):
-            position, ordinal, _, kind, name = violation
-            if kind == "step":
-                action, successor = own.get((position, ordinal)) or graph.successor(
-                    frontier[position], ordinal
-                )
-                trace = (*graph.trace_to(frontier[position]), TraceStep(action, successor))
-            else:
-                assert violating is not None, "a state that breaks an invariant is new to the search"
-                trace = graph.trace_to(violating)
-            return _Outcome(Violation(name, kind, trace), depth)
-        if stop is not None:
-            return _Outcome(None, depth)
-        frontier, mine = next_frontier, _deal(finders, team.size)[team.rank]
-    return _Outcome(None, depth, complete=not frontier)
+    def _expand(
+        self, share: Sequence[tuple[int, State]]
+    ) -> tuple[
+        dict[Hashable, tuple[int, int, State]],
+        list[_Outgoing[State]],
+        list[int],
+        list[int],
+        tuple[int, int, str] | None,
+    ]:
+        """Expand `share` in sequential order, up to the first transition that breaks a step
+        property: (the successors owned here and new to the search, by key, the first found
+        of each; per process, those it owns not known here; the positions expanded; their
+        enabled transitions; the step violation)."""
+        candidate_actions, step, canonical = (
+            self.model.candidate_actions,
+            self.model.step,
+            self.model.canonical,
+        )
+        step_properties = tuple(self.model.step_properties.items())
+        known, rank, size = self.known, self.team.rank, self.team.size
+        owned: dict[Hashable, tuple[int, int, State]] = {}  # key -> (sequential key, count, state)
+        outgoing = [_Outgoing[State]() for _ in range(size)]
+        positions: list[int] = []
+        counts: list[int] = []
+        for position, state in share:
+            count = 0
+            base = position << ORDINAL_BITS
+            for ordinal, action in enumerate(candidate_actions(state)):
+                successor = step(state, action)
+                if successor is None:
+                    continue
+                count += 1
+                for name, holds_on_step in step_properties:
+                    if not holds_on_step(state, successor):
+                        return owned, outgoing, positions, counts, (base | ordinal, count, name)
+                key = successor if canonical is None else canonical(successor)
+                if key in known:
+                    continue
+                owner = hash(key) % size
+                if owner == rank:
+                    if key not in owned:
+                        owned[key] = (base | ordinal, count, successor)
+                else:
+                    known[key] = -1  # sent: its owner knows it from this round on
+                    sending = outgoing[owner]
+                    sending.keys.append(base | ordinal)
+                    sending.counts.append(count)
+                    sending.states.append(successor)
+            positions.append(position)
+            counts.append(count)
+        return owned, outgoing, positions, counts, None
 
 
-def _deal(finders: list[int], size: int) -> list[list[int]]:
-    """Which next-frontier positions each rank expands: those it found (it has built them),
-    evened out to at most ceil(n / size) each by moving the last positions of the largest
-    shares to the smallest (the receiver builds those). The same in every process."""
-    shares: list[list[int]] = [[] for _ in range(size)]
-    for position, rank in enumerate(finders):
-        shares[rank].append(position)
-    target = -(-len(finders) // size)
-    spare: list[int] = []
-    for share in shares:
-        while len(share) > target:
-            spare.append(share.pop())
-    for share in shares:
-        while len(share) < target and spare:
-            share.append(spare.pop())
-    return [sorted(share) for share in shares]  # a process expands in increasing order
+def _check_new(
+    new: list[tuple[int, int, State]],
+    invariants: Sequence[tuple[str, Callable[[State], bool]]],
+    witnesses_left: Mapping[str, Callable[[State], bool]],
+) -> tuple[list[tuple[int, int, State]], tuple[int, int, str] | None, dict[str, int]]:
+    """Check the new states owned here (in sequential order) against the invariants and the
+    witnesses left, up to the first that breaks an invariant: (the states up to it, the
+    violation, the first key meeting each witness)."""
+    first_witness: dict[str, int] = {}
+    witnesses = dict(witnesses_left)
+    for number, (key, count, state) in enumerate(new):
+        if witnesses:
+            for name, reached in list(witnesses.items()):
+                if reached(state):
+                    first_witness[name] = key
+                    del witnesses[name]
+        failing = _first_failing(invariants, state)
+        if failing is not None:
+            return new[: number + 1], (key, count, failing), first_witness
+    return new, None, first_witness
 
 
-def _account(
-    graph: _Graph[State, Action], shares: list[_Share], end: tuple[int, int, int] | None, limit: Key | None
+def _decide(
+    summaries: Sequence[_Summary], state_count: int, max_states: int | None
+) -> tuple[list[int], _Stop | None]:
+    """The keys of the level's new states in sequential order, up to where the one-process
+    search stops (the same in every process): the first transition that breaks a step
+    property (its successor not admitted), the first new state that breaks an invariant, or
+    the state that reaches `max_states` (an invariant checked on it first)."""
+    admitted = sorted(itertools.chain.from_iterable(array("q", summary.found) for summary in summaries))
+    steps = [summary.step_violation for summary in summaries if summary.step_violation is not None]
+    broken = [summary.invariant_violation for summary in summaries if summary.invariant_violation is not None]
+    step = min(steps) if steps else None
+    end = len(admitted) if step is None else bisect.bisect_left(admitted, step[0])
+    invariant = min(broken) if broken else None
+    at_invariant = None if invariant is None else bisect.bisect_left(admitted, invariant[0])
+    if at_invariant is not None and at_invariant >= end:
+        at_invariant = None  # after the step violation
+    at_limit = None
+    if max_states is not None and state_count + end >= max_states:
+        at_limit = max(0, max_states - state_count - 1)
+    if invariant is not None and at_invariant is not None and (at_limit is None or at_invariant <= at_limit):
+        return admitted[: at_invariant + 1], _Stop(invariant[0], "invariant", invariant[2])
+    if at_limit is not None:
+        return admitted[: at_limit + 1], _Stop(admitted[at_limit], "limit")
+    if step is not None:
+        return admitted[:end], _Stop(step[0], "step", step[2])
+    return admitted, None
+
+
+def _reach(
+    witnesses_left: dict[str, Callable[[State], bool]],
+    witnesses_reached: dict[str, bool],
+    summaries: Sequence[_Summary],
+    stop: _Stop | None,
 ) -> None:
-    """Count the level's transitions and witnesses up to where the one-process search
-    stops: `end` is (position, ordinal, enabled transitions of that position up to it)."""
-    enabled: dict[int, int] = {}
-    for found in shares:
-        enabled.update(found.enabled)
-    if end is None:
-        graph.transitions += sum(enabled.values())
+    """Mark the witnesses a new state admitted in this level meets."""
+    for name in list(witnesses_left):
+        keys = [summary.witnesses[name] for summary in summaries if name in summary.witnesses]
+        if keys and (stop is None or min(keys) <= stop.key):  # no admitted state has a step stop's key
+            witnesses_reached[name] = True
+            del witnesses_left[name]
+
+
+def _count_to(
+    team: _Team,
+    stop: _Stop,
+    positions: Sequence[int],
+    counts: Sequence[int],
+    new: Sequence[tuple[int, int, State]],
+    step_violation: tuple[int, int, str] | None,
+) -> int:
+    """The level's transitions up to `stop`, over every process: those of the positions
+    before the stop's, and those of its position up to it (known where it was found)."""
+    position = stop.key >> ORDINAL_BITS
+    before = sum(count for at, count in zip(positions, counts, strict=True) if at < position)
+    here: int | None = None
+    if step_violation is not None and step_violation[0] == stop.key:
+        here = step_violation[1]
     else:
-        graph.transitions += sum(n for position, n in enabled.items() if position < end[0]) + end[2]
-    for name in list(graph.witnesses_left):
-        keys = [found.witnesses[name] for found in shares if name in found.witnesses]
-        if keys and (limit is None or min(keys) <= limit):
-            graph.witnesses_reached[name] = True
-            del graph.witnesses_left[name]
+        here = next((count for key, count, _ in new if key == stop.key), None)
+    tallies: list[tuple[int, int | None]] = team.gather((before, here))
+    return sum(before for before, _ in tallies) + next(here for _, here in tallies if here is not None)
+
+
+def _violation(
+    model: Model[State, Action], prefix: _Prefix[State, Action], levels: Sequence[array[int]], stop: _Stop
+) -> Violation[State, Action]:
+    """The stop's trace, rebuilt from the names of its states: each level's keys give a
+    state's parent position and action ordinal, back to the frontier of the fork; from
+    there the actions are applied again (the candidate actions and steps are functions)."""
+    position, ordinals = stop.key >> ORDINAL_BITS, [stop.key & _ORDINAL_MASK]
+    for keys in reversed(levels[:-1]):
+        ordinals.append(keys[position] & _ORDINAL_MASK)
+        position = keys[position] >> ORDINAL_BITS
+    steps = list(prefix.trace_to(prefix.frontier[position]))
+    for ordinal in reversed(ordinals):
+        state = steps[-1].state
+        action = next(itertools.islice(model.candidate_actions(state), ordinal, None))
+        successor = model.step(state, action)
+        assert successor is not None, "a transition another process took is not enabled here"
+        steps.append(TraceStep(action, successor))
+    return Violation(stop.property_name, stop.kind, tuple(steps))

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 import pytest
 
-from spec.checker import CheckResult, Model, check
+from spec._frozen import cache_hash, fast_init
+from spec.checker import ROUND_POSITIONS, CheckResult, Model, _Codec, _dataclass_reducer, _Reducers, check
 from spec.partition_scenarios import SCENARIOS, model_for
 
 
@@ -216,13 +217,80 @@ PARALLEL_CASES: dict[str, Callable[[], tuple[Model[Any, Any], dict[str, Any]]]] 
 }
 
 
+@pytest.mark.parametrize("round_positions", [1, 5, ROUND_POSITIONS])
 @pytest.mark.parametrize("workers", [2, 3])
 @pytest.mark.parametrize("case", sorted(PARALLEL_CASES))
-def test_several_processes_find_exactly_what_one_finds(case: str, workers: int) -> None:
+def test_several_processes_find_exactly_what_one_finds(
+    monkeypatch: pytest.MonkeyPatch, case: str, workers: int, round_positions: int
+) -> None:
+    # Rounds of 1 and 5 positions put stops, witnesses and duplicates across round ends.
+    monkeypatch.setattr("spec.checker.ROUND_POSITIONS", round_positions)
     model, bounds = PARALLEL_CASES[case]()
     alone: CheckResult[Any, Any] = check(model, **bounds)
     together: CheckResult[Any, Any] = check(model, workers=workers, parallel_from=1, **bounds)
     assert summary(together) == summary(alone)
+    assert len(together.processes) == workers and not alone.processes
+    assert all(cpu >= 0 and waiting >= 0 for cpu, waiting in together.processes)
+
+
+@pytest.mark.parametrize("max_states", [None, 3, 4])
+def test_states_of_equal_hash_stay_apart_in_several_processes(max_states: int | None) -> None:
+    # hash(-1) == hash(-2): both are owned by one process, which tells them apart by equality.
+    def moves(state: tuple[int, int]) -> Iterator[int]:
+        yield from (-2, -1, 0)
+
+    def move(state: tuple[int, int], value: int) -> tuple[int, int] | None:
+        return None if state[1] >= 3 else (value, state[1] + 1)
+
+    model: Model[tuple[int, int], int] = Model(
+        initial_states=((0, 0),), candidate_actions=moves, step=move, invariants={}
+    )
+    assert hash((-1, 1)) == hash((-2, 1))
+    alone = check(model, max_depth=10, max_states=max_states)
+    together = check(model, max_depth=10, max_states=max_states, workers=2, parallel_from=1)
+    assert summary(together) == summary(alone)
+    assert alone.distinct_states == (10 if max_states is None else max_states)
+
+
+@cache_hash
+@fast_init
+@dataclass(frozen=True, slots=True)
+class _Part:
+    name: str
+    values: tuple[int, ...] = ()
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class _Whole:
+    left: _Part
+    right: _Part
+    members: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True)
+class _WithInitVar:
+    value: int
+    scale: InitVar[int] = 1
+
+
+def test_frozen_dataclasses_cross_processes_by_constructor_and_share_parts_sent_before() -> None:
+    reducers = _Reducers()
+    sender, receiver = _Codec(reducers), _Codec(_Reducers())
+    shared = _Part("log", (1, 2, 3))
+    hash(shared)  # a cached hash is not sent (it is no init field): the receiver computes its own
+    first = _Whole(shared, _Part("a"), frozenset({1, 2}))
+    second = _Whole(shared, _Part("b"))
+    first_message, second_message = sender.encode([first]), sender.encode([second])
+    [first_copy], [second_copy] = receiver.decode(first_message), receiver.decode(second_message)
+    assert (first_copy, second_copy) == (first, second)
+    assert hash(first_copy) == hash(first) and hash(first_copy.left) == hash(shared)
+    assert second_copy.left is first_copy.left  # sent once, referred to after
+    assert b"log" in first_message and b"log" not in second_message
+    assert b"_Whole" not in second_message  # nor the class
+    assert _Part in reducers and _Whole in reducers
+    assert _dataclass_reducer(_WithInitVar) is None  # its constructor needs more than its fields
+    assert _dataclass_reducer(Jugs) is not None and _dataclass_reducer(tuple) is None
 
 
 @pytest.mark.parametrize("scenario", [scenario.name for scenario in SCENARIOS])
