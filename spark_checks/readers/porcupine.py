@@ -61,6 +61,8 @@ _KV_LINE = re.compile(
 """A kv line exactly as Porcupine writes them, with strings free of escapes: read without the
 general EDN reader (5x faster); any other line goes through it."""
 _KEYWORD_TYPES: Final = {f":{t.value}": t for t in OpType}
+_KV_TYPES: Final = {"invoke": OpType.INVOKE, "ok": OpType.OK}
+"""The types `_KV_LINE` accepts."""
 _INT = re.compile(r"-?\d+")
 _PAIR = re.compile(r"\[\s*(-?\d+|nil)[\s,]+(-?\d+|nil)\s*\]")
 
@@ -105,35 +107,89 @@ def etcd_log_positions(path: str | os.PathLike[str]) -> Iterator[tuple[Operation
 
 def _etcd_operations(path: str | os.PathLike[str]) -> Iterator[tuple[Operation, int]]:
     """The operations of a Porcupine etcd Jepsen log, each with its line number (a `Position`
-    is made only for an error: making one per line cost a third of the reading)."""
+    is made only for an error: making one per line cost a third of the reading). A line of the
+    usual shape is split (`_etcd_fields`), any other goes through `_ETCD_LINE`, which finds the
+    same fields or says what is wrong; a value text seen before is not parsed again (`known`:
+    the logs repeat a few values, nil, small integers and `:timed-out`, on every line)."""
     name = display_name(path)
+    known: dict[str, tuple[Any, bool]] = {}
     with _open_lines(path, name) as lines:
         ordinal = 0
         for line_number, raw in enumerate(lines, 1):
             text = _decode_line(raw, name, line_number)
-            if not text or text.isspace():
-                continue
-            match = _ETCD_LINE.fullmatch(text.rstrip("\r\n"))
-            if match is None:
-                raise HistoryError(
-                    Position(name, line=line_number),
-                    f"unknown Porcupine line shape: expected {ETCD_SHAPE!r}; got {_clip(text)!r}",
-                )
-            raw_process, raw_type, raw_f, raw_value = match.groups()
-            try:
-                process: int | str = int(raw_process) if raw_process[0] != ":" else raw_process[1:]
-                op_type = _KEYWORD_TYPES.get(raw_type) or parse_type(
-                    raw_type, Position(name, line=line_number)
-                )
-                value, is_marker = _etcd_value(raw_value, name, line_number)
-            except ValueError as error:  # an integer beyond int()'s digit limit
-                raise HistoryError(
-                    Position(name, line=line_number), f"expected {ETCD_SHAPE!r}: {error}"
-                ) from None
+            fields = _etcd_fields(text)
+            if fields is None:
+                if not text or text.isspace():
+                    continue
+                fields = _etcd_fields_matched(text, name, line_number)
+            process, op_type, f, raw_value = fields
+            if raw_value is None:
+                value, is_marker = None, False
+            else:
+                found = known.get(raw_value)
+                if found is None:
+                    try:
+                        found = _etcd_value(raw_value, name, line_number)
+                    except ValueError as error:  # an integer beyond int()'s digit limit
+                        raise HistoryError(
+                            Position(name, line=line_number), f"expected {ETCD_SHAPE!r}: {error}"
+                        ) from None
+                    if type(found[0]) in _SHAREABLE:
+                        known[raw_value] = found
+                value, is_marker = found
             if is_marker and (op_type is OpType.FAIL or op_type is OpType.INFO):
                 op_type, value = OpType.INFO, None  # e.g. :timed-out: the outcome is unknown
-            yield new_operation(ordinal, process, op_type, raw_f[1:], value, None, None), line_number
+            yield new_operation(ordinal, process, op_type, f, value, None, None), line_number
             ordinal += 1
+
+
+_SHAREABLE: Final = frozenset({int, str, bool, float, type(None)})
+"""Values one object of which may stand for every line that wrote it: immutable ones."""
+
+
+def _etcd_fields(text: str) -> tuple[int | str, OpType, str, str | None] | None:
+    """(process, type, function, value text) of an etcd log line of the usual shape (ASCII,
+    `INFO  jepsen.util - P :type :f [value]`), as `_ETCD_LINE` finds them; None for any other
+    line (blank, odd, or an error), which `_etcd_fields_matched` then reads."""
+    parts = text.split(None, 6)
+    if len(parts) < 6 or parts[0] != "INFO" or parts[1] != "jepsen.util" or parts[2] != "-":
+        return None
+    if not text.startswith("INFO"):  # the pattern allows no whitespace before it
+        return None
+    raw_process, raw_type, raw_f = parts[3], parts[4], parts[5]
+    op_type = _KEYWORD_TYPES.get(raw_type)
+    if op_type is None or len(raw_f) < 2 or raw_f[0] != ":" or not text.isascii():
+        return None
+    if raw_process[0] == ":":
+        if len(raw_process) < 2 or ":" in raw_process[1:]:
+            return None
+        process: int | str = raw_process[1:]
+    elif (raw_process[1:] if raw_process[0] == "-" else raw_process).isdigit() and len(raw_process) < 19:
+        process = int(raw_process)
+    else:
+        return None
+    if len(parts) == 7:
+        return process, op_type, raw_f[1:], parts[6].rstrip()
+    if text.rstrip("\r\n").endswith(raw_f):  # whitespace after the function: the matched path's to judge
+        return process, op_type, raw_f[1:], None
+    return None
+
+
+def _etcd_fields_matched(text: str, name: str, line_number: int) -> tuple[int | str, OpType, str, str | None]:
+    """`_etcd_fields` of any line, through `_ETCD_LINE`; a line it does not match is an error."""
+    match = _ETCD_LINE.fullmatch(text.rstrip("\r\n"))
+    if match is None:
+        raise HistoryError(
+            Position(name, line=line_number),
+            f"unknown Porcupine line shape: expected {ETCD_SHAPE!r}; got {_clip(text)!r}",
+        )
+    raw_process, raw_type, raw_f, raw_value = match.groups()
+    try:
+        process: int | str = int(raw_process) if raw_process[0] != ":" else raw_process[1:]
+    except ValueError as error:  # an integer beyond int()'s digit limit
+        raise HistoryError(Position(name, line=line_number), f"expected {ETCD_SHAPE!r}: {error}") from None
+    op_type = _KEYWORD_TYPES.get(raw_type) or parse_type(raw_type, Position(name, line=line_number))
+    return process, op_type, raw_f[1:], raw_value
 
 
 def read_kv_log(path: str | os.PathLike[str]) -> Iterator[Operation]:
@@ -158,9 +214,11 @@ def _kv_operations(path: str | os.PathLike[str]) -> Iterator[tuple[Operation, in
                 continue
             plain = _KV_LINE.fullmatch(text)
             if plain is not None:  # Porcupine's own shape, no escapes: what the EDN reader would give
-                process, op_type, f, key, value = plain.groups()
-                fields = {"process": int(process), "type": op_type, "f": f, "key": key, "value": value}
-                yield make_operation(fields, ordinal, name, line_number, f"expected {KV_SHAPE}"), line_number
+                process, op_type, f, key, value = plain.groups()  # each valid as the pattern has it
+                yield (
+                    new_operation(ordinal, int(process), _KV_TYPES[op_type], f, value, key, None),
+                    line_number,
+                )
                 ordinal += 1
                 continue
             position = Position(name, line=line_number)
