@@ -9,9 +9,11 @@ message is the one a single file gets: file, line, what was expected) and gives 
 file its verdict; `summary_line` counts them.
 
 The files are verified in worker processes (`spark_checks.parallel`), a whole file per
-worker, smallest first, so a run over many small histories (Porcupine's 108 logs) keeps
-every core busy; a file's own parts are then checked one after another in its worker,
-smallest first, which is what `--fail-fast` needs to stop early. Results come back and are
+worker, so a run over many small histories (Porcupine's 108 logs) keeps every core busy: files
+of `PARALLEL_MIN_BYTES` or more first, largest first (one started last would keep a worker
+busy alone at the end of the run), then the others smallest first. A file's own parts are
+checked one after another in its worker, smallest first, which is what `--fail-fast` needs
+to stop early. Results come back and are
 printed in the order the files were named. A file for the Spark engine is verified in this
 process (a SparkSession does not survive a fork), and then so are the others.
 """
@@ -27,7 +29,16 @@ from pathlib import Path
 from spark_checks.engine import HistoryReport, VerifyOptions, verify_history
 from spark_checks.explain import Lookup
 from spark_checks.history import HistoryError, Verdict, Whereabouts
-from spark_checks.parallel import Stop, StopKind, Task, TaskContext, WorkerPool, searches_budget, stop_reason
+from spark_checks.parallel import (
+    PARALLEL_MIN_BYTES,
+    Stop,
+    StopKind,
+    Task,
+    TaskContext,
+    WorkerPool,
+    searches_budget,
+    stop_reason,
+)
 from spark_checks.readers import EXTENSIONS, sniff_format
 from spark_checks.report import sentence_lookup
 
@@ -234,6 +245,7 @@ def verify_files(
         on_done=on_done,
         on_progress=on_progress,
         on_start=on_start,
+        large_first_from=PARALLEL_MIN_BYTES,
     )
 
 

@@ -24,16 +24,16 @@ The same answers as one process
     left divided by the workers), as one process gives it the parts left.
 
 Order and stops
-    Pieces start smallest first (by the size the caller gives: the calls of a part): the
-    cheap parts decide an invalid history early, and under `fail_fast` the first invalid
-    result stops the rest. The pieces not finished are answered by the caller's `stopped`
-    (a part "not checked"), never dropped. At the deadline a worker still busy is killed:
-    the operating system frees its memory at once, where a search in this process has to
-    free its cache object by object (see `linearizability`'s release share). An error a
-    piece raises as bad input (`HistoryError`, `ValueError`) comes back as itself; of
-    several, the one of the earliest piece is raised, as one process in order would; any
-    other exception is a bug and is raised at once (`WorkerError`, with the worker's
-    traceback).
+    Pieces start smallest first (by the size the caller gives: the calls of a part): the cheap
+    parts decide an invalid history early, and under `fail_fast` the first invalid result stops
+    the rest. A caller may have its large pieces start first (`start_order`: `verify` over many
+    files does, for its large files). The pieces not finished are answered by the caller's
+    `stopped` (a part "not checked"), never dropped. At the deadline a worker still busy is
+    killed: the operating system frees its memory at once, where a search in this process has to
+    free its cache object by object (see `linearizability`'s release share). An error a piece
+    raises as bad input (`HistoryError`, `ValueError`) comes back as itself; of several, the one
+    of the earliest piece is raised, as one process in order would; any other exception is a bug
+    and is raised at once (`WorkerError`, with the worker's traceback).
 """
 
 from __future__ import annotations
@@ -204,12 +204,15 @@ class WorkerPool:
         on_done: Callable[[int, R], None] | None = None,
         on_progress: Callable[[int, str], None] | None = None,
         on_start: Callable[[int], None] | None = None,
+        large_first_from: float = math.inf,
     ) -> list[R]:
         """Every task's result, in the order of `tasks`. `deadline` is a `time.time()`
         instant; `stopped(index, stop)` answers for a task not finished; `on_done(index,
         result)` hears each result as it arrives, `on_progress(index, text)` what a task says,
-        `on_start(index)` each task this process runs itself just before it starts."""
-        order = sorted(range(len(tasks)), key=lambda index: (tasks[index].size, index))
+        `on_start(index)` each task this process runs itself just before it starts. Tasks start
+        smallest first, but those of size `large_first_from` or more start before them, largest
+        first (`start_order`)."""
+        order = start_order(tasks, large_first_from)
         if self.parallel and len(tasks) > 1:
             workers = self._start(min(self.workers, len(tasks)))
             if workers:
@@ -239,6 +242,23 @@ class WorkerPool:
     def _give_back(self, worker: _Worker) -> None:
         worker.task = -1
         self._idle.append(worker)
+
+
+def start_order(tasks: Sequence[Task[Any]], large_first_from: float = math.inf) -> list[int]:
+    """The order tasks start in (indices of `tasks`): smallest first (ties in the given order),
+    after those of size `large_first_from` or more, largest first. Smallest first decides an
+    invalid history early (`fail_fast`) and shows results soon; a large task is better started
+    early: started last, it would keep one worker busy alone at the end (the rule of starting
+    the longest jobs first, for a set of tasks whose cost grows with their size)."""
+    large = sorted(
+        (index for index in range(len(tasks)) if tasks[index].size >= large_first_from),
+        key=lambda index: (-tasks[index].size, index),
+    )
+    small = sorted(
+        (index for index in range(len(tasks)) if tasks[index].size < large_first_from),
+        key=lambda index: (tasks[index].size, index),
+    )
+    return large + small
 
 
 def _inline(
@@ -610,6 +630,7 @@ __all__ = [
     "fork_available",
     "progress_text",
     "searches_budget",
+    "start_order",
     "stop_reason",
     "worth_workers",
 ]

@@ -1,6 +1,7 @@
 """What a run over many files costs around the checks (`spark_checks.batch`): a small invalid
 history's sentences name its calls from the operations kept while it was verified, not by
-reading the file again, and the report goes back to the printing process without them."""
+reading the file again, and the report goes back to the printing process without them; large
+files start first (`parallel.start_order`)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from spark_checks import readers
+from spark_checks import batch, readers
 from spark_checks.batch import KEEP_FOR_LOOKUP_BYTES, FileOutcome, verify_files
 from spark_checks.engine import VerifyOptions, verify_history
 from spark_checks.explain import call_spans, indices_to_look_up
 from spark_checks.history import Operation, Verdict
-from spark_checks.parallel import WorkerPool
+from spark_checks.parallel import PARALLEL_MIN_BYTES, Task, TaskContext, WorkerPool, start_order
 
 INVALID_EDN = """\
 {:process 0, :type :invoke, :f :write, :value 1}
@@ -105,3 +106,34 @@ def test_a_large_history_is_not_kept(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
     assert outcome.report is not None and outcome.report.verdict is Verdict.INVALID
     assert len(opened) == by_the_engine + 1
+
+
+def test_large_tasks_start_first_largest_first_then_the_others_smallest_first() -> None:
+    sizes = [5, 300, 1, 90, 300, 7, 120]
+    tasks = [Task(size, print, ()) for size in sizes]
+    assert start_order(tasks) == [2, 0, 5, 3, 6, 1, 4]  # smallest first, ties in the given order
+    assert start_order(tasks, large_first_from=100) == [1, 4, 6, 2, 0, 5, 3]
+
+
+def test_many_files_start_with_the_large_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`verify` over many files starts those of `PARALLEL_MIN_BYTES` or more first (one started
+    last would keep a worker busy alone at the end), then the others smallest first."""
+    small = tmp_path / "small.edn"
+    small.write_text(INVALID_EDN)
+    smaller = tmp_path / "smaller.edn"
+    smaller.write_text(INVALID_EDN[: INVALID_EDN.rindex("{")])
+    large = tmp_path / "large.edn"
+    large.write_text(";" + "x" * PARALLEL_MIN_BYTES + "\n" + INVALID_EDN)
+    started: list[str] = []
+    real = batch._verify_file
+
+    def recorded(job: object, path: str, context: TaskContext) -> FileOutcome:
+        started.append(Path(path).name)
+        return real(job, path, context)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(batch, "_verify_file", recorded)
+    outcomes = verify_files(
+        [str(small), str(large), str(smaller)], VerifyOptions(engine="local"), WorkerPool(1)
+    )
+    assert started == ["large.edn", "smaller.edn", "small.edn"]
+    assert [Path(outcome.path).name for outcome in outcomes] == ["small.edn", "large.edn", "smaller.edn"]
