@@ -101,6 +101,11 @@ class Nil(enum.Enum):
 
     NIL = "nil"
 
+    # The one member is compared by identity, so the identity hash agrees with equality; it is
+    # C's, where Enum's hashes the member's name in Python (the search hashes states millions
+    # of times).
+    __hash__ = object.__hash__
+
     def __repr__(self) -> str:
         return "nil"
 
@@ -192,6 +197,12 @@ _SCALARS: Final = frozenset({int, str, float, bool, type(None)})
 def _value(value: Any) -> Hashable:
     """A register value as stored in a state: frozen, with None as `NIL`."""
     return NIL if value is None else freeze(value)
+
+
+def key_partition(call: CallLike) -> Hashable:
+    """The partition key of a model whose objects are told apart by the calls' ``key`` alone
+    (the models' ``partition_key`` where that is so: a checker may then group calls by key)."""
+    return freeze(call.key)
 
 
 def _contents(initial: Any) -> tuple[Any, ...]:
@@ -298,8 +309,7 @@ class CasRegister:
             return state if state != call_input[1] else None
         return new if state == call_input[1] else state
 
-    def partition_key(self, call: CallLike) -> Hashable:
-        return freeze(call.key)
+    partition_key = staticmethod(key_partition)
 
     def describe(self, call: CallLike) -> str:
         f = _name(call.f)
@@ -360,8 +370,7 @@ class KeyValue:
         value: str = call_input[1]
         return value if op == "p" else state + value
 
-    def partition_key(self, call: CallLike) -> Hashable:
-        return freeze(call.key)
+    partition_key = staticmethod(key_partition)
 
     def describe(self, call: CallLike) -> str:
         f = _name(call.f)
@@ -472,8 +481,7 @@ class Mutex:
     def step(self, state: bool, call_input: Any, call_output: Any, outcome_info: Observed) -> bool | None:
         return None if state == call_input else bool(call_input)
 
-    def partition_key(self, call: CallLike) -> Hashable:
-        return freeze(call.key)
+    partition_key = staticmethod(key_partition)
 
     def describe(self, call: CallLike) -> str:
         return str(_name(call.f)) + ("" if _outcome(call) == "ok" else f" ({_outcome(call)})")
@@ -521,8 +529,7 @@ class FifoQueue:
             return None
         return state[1:]
 
-    def partition_key(self, call: CallLike) -> Hashable:
-        return freeze(call.key)
+    partition_key = staticmethod(key_partition)
 
     def describe(self, call: CallLike) -> str:
         if _name(call.f) == "dequeue":
@@ -575,8 +582,7 @@ class Set:
             return state.union((call_input[1],))
         return state if state == call_output else None
 
-    def partition_key(self, call: CallLike) -> Hashable:
-        return freeze(call.key)
+    partition_key = staticmethod(key_partition)
 
     def describe(self, call: CallLike) -> str:
         if _name(call.f) == "read":
@@ -692,8 +698,7 @@ class UnorderedQueue:
                 return _settled((*state[:position], rest, *state[position + 1 :]))
         return None
 
-    def partition_key(self, call: CallLike) -> Hashable:
-        return freeze(call.key)
+    partition_key = staticmethod(key_partition)
 
     def describe(self, call: CallLike) -> str:
         if _name(call.f) == "dequeue":

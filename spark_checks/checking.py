@@ -31,7 +31,7 @@ from typing import overload
 
 import orjson
 
-from reference.models import Prepared, resolve_conventions
+from reference.models import Prepared, key_partition, resolve_conventions
 from spark_checks import kafka_checker, linearizability, maelstrom_kafka
 from spark_checks.history import Call, CheckResult, JsonValue, Operation, Outcome, Verdict
 
@@ -232,9 +232,16 @@ def model_calls(plan: Plan, calls: Iterable[Call]) -> ModelCalls:
 def split_model_calls(plan: Plan, calls: ModelCalls) -> dict[str, ModelCalls]:
     """`split_calls` of calls in the model's form: the parts by key, each in invocation order.
     A history of one key (Porcupine's etcd logs) is its one part as it is."""
+    if not calls.calls:
+        return {}
+    if linearizability.get_model(plan.model).partition_key is key_partition:
+        # Grouped by the key field itself: one key (a str or None, which equal no other JSON
+        # value: 1 == True == 1.0 are three parts) is one part, told in C.
+        keys = [call.key for call in calls.calls]
+        first = keys[0]
+        if (first is None or first.__class__ is str) and keys.count(first) == len(keys):
+            return {partition_key_json(first): calls}
     names = [name for name, _ in split_calls(plan, calls.calls)]
-    if names and names.count(names[0]) == len(names):
-        return {names[0]: calls}
     parts: dict[str, tuple[list[Call], list[Prepared | None]]] = {}
     for name, call, form in zip(names, calls.calls, calls.forms, strict=True):
         part = parts.get(name)
@@ -274,20 +281,25 @@ def check_part(plan: Plan, key_json: str, calls: Sequence[Call], parts_left: int
     else:
         now = time.time()
         # The part is one partition of the model already (split by its key): searched as it is.
-        result = _single(
-            [
-                linearizability.check_partition(
-                    ordered,
-                    plan.model,
-                    plan.conventions,
-                    budget.max_seconds,
-                    budget.max_states,
-                    max_memory_bytes=budget.max_memory_bytes,
-                    deadline=now + (budget.deadline - now) / max(parts_left, 1),
-                    forms=forms,
-                )
-            ],
+        searched = linearizability.check_partition(
+            ordered,
+            plan.model,
+            plan.conventions,
+            budget.max_seconds,
+            budget.max_states,
+            max_memory_bytes=budget.max_memory_bytes,
+            deadline=now + (budget.deadline - now) / max(parts_left, 1),
+            forms=forms,
+        )
+        return CheckResult(
+            searched.checker,
+            searched.model,
             key,
+            searched.verdict,
+            searched.operations,
+            searched.evidence,
+            searched.conventions,
+            time.perf_counter() - started,
         )
     return _with_seconds(result, time.perf_counter() - started)
 
@@ -377,34 +389,6 @@ def cycle_calls(plan: Plan, calls: Iterable[Call]) -> Iterator[Call]:
     for call in calls:
         if call.f in kafka_checker.DATA_FUNCTIONS:
             yield call
-
-
-def _single(results: Sequence[CheckResult], key: JsonValue) -> CheckResult:
-    # A part is already one partition of the model, so the checker returns one result.
-    if len(results) == 1:
-        result = results[0]
-        return CheckResult(
-            result.checker,
-            result.model,
-            key,
-            result.verdict,
-            result.operations,
-            result.evidence,
-            result.conventions,
-            result.seconds,
-        )
-    verdict = combine_verdicts(result.verdict for result in results)
-    evidence = {"parts": [result.evidence for result in results]}
-    first = results[0]
-    return CheckResult(
-        first.checker,
-        first.model,
-        key,
-        verdict,
-        sum(r.operations for r in results),
-        evidence,
-        first.conventions,
-    )
 
 
 def _with_seconds(result: CheckResult, seconds: float) -> CheckResult:

@@ -282,7 +282,7 @@ def check_partition(
         "calls_searched": len(problem.calls),
         "calls_dropped": len(calls) - len(problem.calls),
     }
-    to_index = [call.invoke_index for call in problem.calls]
+    to_index = problem.invoke
     if search.verdict is Verdict.VALID:
         evidence["linearization"] = [to_index[i] for i in search.order]
     else:
@@ -349,25 +349,26 @@ class _Problem:
     @classmethod
     def build(cls, calls: Sequence[Call], forms: Sequence[Prepared | None]) -> _Problem:
         """The problem of `calls` (in invocation order) with their `forms` in the model."""
-        problem = cls()
-        # Bound methods and constants in locals: this loop runs once per call of every part.
+        if None in forms:
+            kept = [(call, form) for call, form in zip(calls, forms, strict=True) if form is not None]
+            calls, forms = [call for call, _ in kept], [form for _, form in kept]
+        if not calls:
+            return cls()
+        # Columns by transposing (in C): this runs once per part of every history.
+        inputs, outputs, observed = map(list, zip(*forms, strict=True))
         unknown = Outcome.INFO
-        add_call, add_invoke = problem.calls.append, problem.invoke.append
-        add_complete, add_input = problem.complete.append, problem.inputs.append
-        add_output, add_outcome = problem.outputs.append, problem.outcomes.append
-        for call, prepared in zip(calls, forms, strict=True):
-            if prepared is None:
-                continue
-            call_input, call_output, outcome = prepared
-            complete = call.complete_index
-            optional = outcome == "info" or call.outcome is unknown or complete is None
-            add_call(call)
-            add_invoke(call.invoke_index)
-            add_complete(None if optional else complete)
-            add_input(call_input)
-            add_output(call_output)
-            add_outcome("info" if optional else outcome)
-        return problem
+        complete = [
+            None if outcome == "info" or call.outcome is unknown else call.complete_index
+            for call, outcome in zip(calls, observed, strict=True)
+        ]
+        return cls(
+            list(calls),
+            [call.invoke_index for call in calls],
+            complete,
+            inputs,
+            outputs,
+            [outcome if end is not None else "info" for outcome, end in zip(observed, complete, strict=True)],
+        )
 
 
 def prepare_calls(
