@@ -21,6 +21,7 @@ from spark_checks.parallel import (
     EARLY_START_BYTES,
     KILL_GRACE_SECONDS,
     PARALLEL_MIN_CALLS,
+    Connection,
     Stop,
     StopKind,
     Tally,
@@ -319,3 +320,36 @@ def test_a_pool_needs_a_worker() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         WorkerPool(0)
     assert StopKind.FAIL_FAST.value == "fail fast"
+
+
+def _echo_size(_shared: object, data: bytes, _context: TaskContext) -> tuple[int, bytes]:
+    return len(data), data[-3:] * 1_000_000  # a 3 MB answer: many pipe buffers' worth
+
+
+@needs_fork
+def test_large_messages_cross_the_workers_pipes_whole() -> None:
+    """A task and an answer far larger than a pipe's buffer (64 KB) arrive whole, in order."""
+    sent = [bytes([n]) * (200_000 * (n + 1)) for n in range(4)]
+    with WorkerPool(2) as pool:
+        results = pool.run(
+            [Task(len(data), _echo_size, (data,)) for data in sent],
+            is_invalid=lambda _result: False,
+            stopped=lambda _index, _stop: (0, b""),
+        )
+    assert [size for size, _ in results] == [len(data) for data in sent]
+    assert [answer == data[-3:] * 1_000_000 for (_, answer), data in zip(results, sent, strict=True)] == [
+        True
+    ] * 4
+
+
+def test_a_closed_pipe_ends_the_reading() -> None:
+    reading, writing = os.pipe()
+    ours = Connection(reading, -1)
+    theirs = Connection(-1, writing)
+    theirs.send_bytes(b"last words")
+    theirs.close()
+    assert ours.recv_bytes() == b"last words"
+    with pytest.raises(EOFError):
+        ours.recv_bytes()
+    ours.close()
+    ours.close()  # closing again does nothing
