@@ -90,3 +90,24 @@ def test_a_value_the_model_cannot_hold_names_its_call() -> None:
     calls = history((0, "invoke", "append", 5, "x"), (0, "ok", "append", 5, "x"))
     with pytest.raises(ValueError, match="call invoked at index 0: kv model: append takes a string"):
         model_calls(Plan("kv"), calls)
+
+
+def test_keys_that_compare_equal_but_differ_in_json_are_different_parts() -> None:
+    # 1 == True, but the keys 1 and true name different objects; "1" is a third.
+    calls = history(
+        (0, "invoke", "write", 1, 1),
+        (0, "ok", "write", 1, 1),
+        (1, "invoke", "write", 2, True),
+        (1, "ok", "write", 2, True),
+        (2, "invoke", "write", 3, "1"),
+        (2, "ok", "write", 3, "1"),
+        (3, "invoke", "read", None, 1),
+        (3, "ok", "read", 1, 1),
+    )
+    plan = Plan("register")
+    parts = split_model_calls(plan, model_calls(plan, calls))
+    assert {key: len(part) for key, part in parts.items()} == {"1": 2, "true": 1, '"1"': 1}
+    expected: dict[str, list[int]] = {}
+    for key, call in split_calls(plan, calls):
+        expected.setdefault(key, []).append(call.invoke_index)
+    assert {key: [call.invoke_index for call in part] for key, part in parts.items()} == expected
