@@ -207,11 +207,12 @@ def decide(
     if not isinstance(attributions, tuple):
         return attributions
     cases, settled = attributions
+    roles = _read_roles(decoded)
     failures: list[Decision] = []
     for case in cases:
         if failures and time.perf_counter() > stop_at:
             return Fallback(f"time budget exhausted after {len(failures)} of {len(cases)} attributions")
-        outcome = _place(shape, _attribute(decoded, case), prepared, named)
+        outcome = _place(shape, _attribute(roles, case), prepared, named)
         if outcome.verdict is Verdict.VALID:
             problem = _replay_problem(outcome.order, prepared, initial, step)
             if problem:
@@ -286,6 +287,10 @@ class _InitialValue(enum.Enum):
     """The base of a read that saw no put (a value of its own: it equals no written value)."""
 
     INITIAL = "initial"
+
+    # Compared by identity, so the identity hash agrees with equality; C's, where Enum's hashes
+    # the name in Python (every role after the initial value holds it: millions of hashes).
+    __hash__ = object.__hash__
 
 
 _INITIAL_BASE: Final = _InitialValue.INITIAL
@@ -508,14 +513,23 @@ def _attributions(
     return cases, frozenset(decoded) | frozenset(fixed.values())
 
 
-def _attribute(decoded: dict[int, _Tokens], case: _Case) -> dict[int, _Decoded]:
-    """Each read's decoding as write positions under one attribution."""
+def _read_roles(decoded: dict[int, _Tokens]) -> dict[int, tuple[_Role | None, tuple[_Role, ...]]]:
+    """Each read's roles: its base's (None for the initial value) and its appends', in order."""
     return {
         read: (
-            _INITIAL if base is _INITIAL_BASE else case[("p", base)],
-            tuple(case[("a", base, number, value)] for number, value in enumerate(sequence)),
+            None if base is _INITIAL_BASE else ("p", base),
+            tuple(("a", base, number, value) for number, value in enumerate(sequence)),
         )
         for read, (base, sequence) in decoded.items()
+    }
+
+
+def _attribute(roles: dict[int, tuple[_Role | None, tuple[_Role, ...]]], case: _Case) -> dict[int, _Decoded]:
+    """Each read's decoding as write positions under one attribution."""
+    fill = case.__getitem__
+    return {
+        read: (_INITIAL if base is None else fill(base), tuple(map(fill, appends)))
+        for read, (base, appends) in roles.items()
     }
 
 
