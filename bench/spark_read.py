@@ -1,19 +1,21 @@
-"""Reading and pairing a history with Spark: `spark_read`'s transforms against today's stage 1.
+"""Reading and pairing a history on Spark, stage by stage: where the Spark engine's time goes.
 
 Usage: python -m bench.spark_read [--operations 1000000] [--keys 1000] [--folder DIR] [--master URL]
                                  [--runs 2] [--formats jsonl,edn,parquet]
 
 Generates a Kafka history (`kafka_histories.generate_history`, kept in `--folder` and reused)
 as JSON Lines, Jepsen EDN (one op map per line) and Parquet, then times, side by side in one
-SparkSession, every job run to the end (`write.format("noop")` or a count in the tasks):
+SparkSession, each job run to the end (wall seconds, and CPU seconds of this process and every
+process below it: the JVM, Spark's Python workers; `bench.verify_scale.tree_cpu_seconds`):
 
-* `spark_read`: `operations_frame` (its counting job included) + `calls_frame`, every call
-  column produced, in each format; `(parse)`: `operations_frame` alone, every operation made;
-* today's stage 1: the Spark engine's read and pairing of JSON Lines byte ranges
-  (`distributed.range_calls` over `distributed.byte_ranges`, the ranges it uses), and for EDN
-  and Parquet the driver's conversion to JSON Lines that comes first (`readers.write_jsonl`);
-* the counting job alone, and Spark's own JSON reader with the lines' schema (the floor of any
-  job that looks inside every line).
+* `stage 1`: the engine's stage 1 and border pairing (`spark_read.stage1_frame`,
+  `border_frame`), every row produced (`write.format("noop")`): reading, pairing within each
+  split, splitting into parts;
+* `verify`: the whole Spark engine, `verify_history(..., engine="spark")`;
+* `counting`: the JVM-only job that gives each split's first line (`count_starts`), which the
+  engine runs only for histories without indexes or to name a bad line;
+* Spark's own JSON reader with the lines' schema on the JSON Lines file (the floor of any job
+  that looks inside every line).
 
 Each figure is the fastest of `--runs` runs.
 """
@@ -22,18 +24,19 @@ from __future__ import annotations
 
 import argparse
 import math
-import tempfile
+import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from spark_checks import distributed
-from spark_checks.engine import RANGE_BYTES
+from bench.verify_scale import tree_cpu_seconds
+from spark_checks import spark_read
+from spark_checks.checking import Plan
+from spark_checks.engine import RANGE_BYTES, VerifyOptions, verify_history
 from spark_checks.kafka_histories import generate_history
 from spark_checks.readers import open_history, write_jsonl, write_parquet
-from spark_checks.spark_read import calls_frame, operations_frame
 from spark_checks.spark_session import spark_session
 
 LINE_SCHEMA = "index long, time long, process string, type string, f string, value array<array<string>>"
@@ -86,12 +89,13 @@ def histories(folder: Path, operations: int, keys: int) -> dict[str, Path]:
     return files
 
 
-def fastest(runs: int, action: Callable[[], object]) -> float:
-    best = math.inf
+def fastest(runs: int, action: Callable[[], object]) -> tuple[float, float]:
+    """The fastest of `runs` runs: (wall seconds, CPU seconds of the process tree)."""
+    best = (math.inf, math.inf)
     for _ in range(runs):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), tree_cpu_seconds()
         action()
-        best = min(best, time.perf_counter() - started)
+        best = min(best, (time.perf_counter() - started, tree_cpu_seconds() - cpu))
     return best
 
 
@@ -106,55 +110,46 @@ def main() -> None:
     arguments = parser.parse_args()
     files = histories(arguments.folder, arguments.operations, arguments.keys)
     spark = spark_session(arguments.master, history_bytes=files["jsonl"].stat().st_size)
+    spark.conf.set("spark.sql.files.maxPartitionBytes", str(RANGE_BYTES))  # as the engine reads
     spark.range(10).count()
+    plan = Plan("kafka")
 
-    def new_read(fmt: str) -> None:
-        path = str(files[fmt])
-        calls_frame(operations_frame(spark, path, fmt), path).write.format("noop").mode("overwrite").save()
+    def stage1(fmt: str) -> None:
+        uri = "file://" + str(files[fmt].absolute())
+        frame: Any = spark_read.stage1_frame(spark, uri, fmt, plan, str(files[fmt]), None)
+        frame = frame.persist()
+        frame.write.format("noop").mode("overwrite").save()
+        spark_read.border_frame(frame, plan, str(files[fmt]), 2).write.format("noop").mode("overwrite").save()
+        frame.unpersist()
 
-    def parse_only(fmt: str) -> None:
-        path = str(files[fmt])
-        operations_frame(spark, path, fmt).write.format("noop").mode("overwrite").save()
+    def verify(fmt: str) -> None:
+        verify_history(files[fmt], VerifyOptions(engine="spark"), spark=spark)
 
     def count_job(fmt: str) -> None:
-        operations_frame(spark, str(files[fmt]), fmt)  # runs the counting job only
-
-    def today(fmt: str) -> None:
-        with tempfile.TemporaryDirectory(prefix="kafkaspec-bench-") as folder:
-            lines = files["jsonl"]
-            if fmt != "jsonl":  # the driver converts first, as `engine.verify_spark` does
-                lines = Path(folder) / "history.jsonl"
-                write_jsonl(lines, open_history(files[fmt], fmt)[1])
-            size = lines.stat().st_size
-            cores = spark.sparkContext.defaultParallelism
-            ranges = distributed.byte_ranges(size, max(cores, math.ceil(size / RANGE_BYTES)))
-            path, source = str(lines), str(files[fmt])
-
-            def count_calls(bounds: Iterable[tuple[int, int]]) -> Iterator[int]:
-                for start, end in bounds:
-                    border = distributed.RangeBorder()
-                    yield sum(1 for _ in distributed.range_calls(path, start, end, source, border))
-
-            spark.sparkContext.parallelize(ranges, len(ranges)).mapPartitions(count_calls).sum()
+        spark_read.count_starts(spark, "file://" + str(files[fmt].absolute()), fmt)
 
     def json_floor() -> None:
         parsed = spark.read.schema(LINE_SCHEMA).json(str(files["jsonl"]))
         parsed.selectExpr("count(*)", "sum(size(value))", "count(distinct type, f, process)").first()
 
-    new_read("jsonl")  # Python workers started and warm
+    stage1("jsonl")  # Python workers started and warm
     size = files["jsonl"].stat().st_size / 1e6
     print(
         f"{arguments.operations:,} operations, {arguments.keys} keys ({size:.0f} MB as JSON Lines); "
-        f"seconds, best of {arguments.runs}"
+        f"wall / CPU seconds, best of {arguments.runs}; load {os.getloadavg()[0]:.1f}"
     )
-    print(f"Spark's JSON reader on the JSON Lines file (floor): {fastest(arguments.runs, json_floor):.1f}")
-    print(f"{'format':8} {'spark_read':>11} {'(parse)':>8} {'(counting)':>11} {'today':>8}")
+    wall, cpu = fastest(arguments.runs, json_floor)
+    print(f"Spark's JSON reader on the JSON Lines file (floor): {wall:.1f} / {cpu:.1f}")
+    print(f"{'format':8} {'stage 1':>13} {'verify':>13} {'counting':>13}")
     for fmt in arguments.formats.split(","):
-        new = fastest(arguments.runs, partial(new_read, fmt))
-        parse = fastest(arguments.runs, partial(parse_only, fmt))
-        counting = fastest(arguments.runs, partial(count_job, fmt)) if fmt != "parquet" else 0.0
-        old = fastest(arguments.runs, partial(today, fmt))
-        print(f"{fmt:8} {new:11.1f} {parse:8.1f} {counting:11.1f} {old:8.1f}", flush=True)
+        first = fastest(arguments.runs, partial(stage1, fmt))
+        whole = fastest(arguments.runs, partial(verify, fmt))
+        counting = fastest(arguments.runs, partial(count_job, fmt)) if fmt != "parquet" else (0.0, 0.0)
+        print(
+            f"{fmt:8} " + " ".join(f"{w:6.1f} /{c:5.1f}" for w, c in (first, whole, counting)),
+            f"(load {os.getloadavg()[0]:.1f})",
+            flush=True,
+        )
     spark.stop()
 
 

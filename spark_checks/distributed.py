@@ -1,40 +1,42 @@
-"""What each task of the Spark engine runs, as plain Python (no pyspark, so it is unit-tested
-without a JVM); `engine.verify_spark` only ships rows between these functions.
+"""The stages every engine runs over a history, as plain Python (no pyspark, so they are
+unit-tested without a JVM): read a split, pair its calls, split them into parts, pair the
+calls that cross splits, check each part. `engine` runs them in this process (the whole file
+as one split); `spark_read.verify_frames` runs them in Spark tasks and moves rows between them
+with Spark's own operators.
 
-The job has one shuffle. Stage 1 has one task per byte range of a JSON Lines history:
-`range_rows` reads the lines that start in its range, pairs them into calls, splits the calls
-into per-part pieces (`checking.split_calls`) and gives each piece a *target* (the stage-2
-task of its part). Stage 2 has one task per target: `check_rows` groups the pieces by part
-and checks each part (`checking.check_part`). Only per-part results reach the driver.
+Stage 1, per split of the file (`split_rows`): the lines are parsed (`jsonl_ops`, `edn_ops`,
+or any reader's operations) into `Op` tuples with their line (or Parquet row), and paired
+within the split: a process has at most one call open, so nearly every call has its
+invocation and completion in one split. What the split cannot pair goes out as `BORDER`
+rows keyed by process: the invocations still open at its end, and the first operation of
+each process in it (a completion that may end an earlier split's call, or an invocation
+that must not start while one is open). The calls are split into per-part pieces
+(`checking.split_calls`) and leave as `CALLS` rows, one per part and window of calls.
 
-Why ranges of the file and not a shuffle by process (pairing needs each process's operations
-in order): a process has at most one call open, so a range pairs everything it can by
-itself; for a call still open when its range ends, the task reads on past the end until that
-process's next line (`range_calls`: usually a few lines, since a process's calls are short).
-Each call is then made exactly once, by the task holding its invocation. The one check a
-range cannot make alone - is a completion at the start of a range (no invocation before it
-in the range) the end of an earlier range's call, or a completion without an invocation? -
-is settled in stage 2: ranges report such completions (`ORPHAN`) and the completions they
-claimed by reading on (`CLAIM`), and every `ok`/`fail` orphan must be claimed. Cost of the
-choice: a history whose call stays open for a long stretch (never completed) makes its
-range read on that far, up to the end of the file.
+Border pairing (`border_rows`): the border rows of one process, in file order (Spark
+repartitions them by process and sorts by position: a small shuffle, a few rows per process
+and split), are paired by `history.pair_calls`' rules; their calls leave as stage 1's do.
 
-Kafka parts need three whole-history facts. The assign/subscribe calls go to every target
-(`SUBSCRIPTION`). Whether an `info` send must have committed (some value it sent was read by
-an `ok` call) is decided inside the part of the key it sent to, since every read of a key is
-in its part: exact for a call that sent to one key. A call that sent to several keys
-(`MULTI_INFO_PIECE`) committed if any of its parts says so; a part that said no for such a
-call reports it (`UNDECIDED`), and only when another part said yes (`COMMITTED`) is that
-part checked again, in a second job that re-reads the file but ships only those parts'
-pieces (`range_rows(parts=...)`). Histories with transactions get that second job too: their
-cross-key cycles need every data call in one part (`CYCLES_PART`), and stage 1 only learns
-that the history has a transaction as it goes (`FLAG`).
+Stage 2 (`check_rows`): the `CALLS` rows of some parts (Spark repartitions them by part) ->
+each part checked (`checking.check_part`). Kafka parts also need the history's assign and
+subscribe calls (`SUBSCRIPTIONS` rows, which the engine gathers and broadcasts) and whether
+it has transactions (`FACTS`). Whether an `info` send committed (some value it sent was read
+by an `ok` call) is decided inside its key's part, where every read of that key is: exact
+for a call that sent to one key. A part that assumed a multi-key info call had not
+committed says so (`UNDECIDED`); when another part saw it commit (`COMMITTED`), the engine
+checks that part again knowing it (`Gathered.recheck`).
 
-Bad input (a `HistoryError`, or a `ValueError` from a model that cannot hold a value) becomes
-an `ERROR` row; the engine then reads the history locally to report the first bad line exactly
-as the local engine would. Any other exception is a bug: the engine's task wrappers turn it
-into an `INTERNAL` row with its traceback (`internal_payload`), which the driver raises as a
-`SparkTaskError`, never as a verdict or as bad input.
+One encoding of a call (`call_fields`/`call_from_fields`): a JSON list of `history.Call`'s
+fields; a Kafka piece carries only what the Kafka checks read (`kafka_piece`). Positions
+are (split, line): a split is the byte where it starts (a Parquet file: 0, with the row as
+its line), and a line is counted from the split's start unless the engine gave each split's
+first line and operation ordinal (`Starts`), which it does only when it must: an operation
+without an index, or an error to name by its line (see `spark_read`).
+
+Bad input raises nowhere in a stage: it becomes an `ERROR` row with its position and
+`Problem` (a line that does not parse or pair, a call's value that a model refuses, a
+Kafka value malformed), of which the engine reports the first as the local reader would.
+Any other exception is a bug and propagates.
 """
 
 from __future__ import annotations
@@ -42,16 +44,10 @@ from __future__ import annotations
 import gc
 import itertools
 import json
-import math
-import os
-import pickle
-import traceback
-import zlib
-from collections import defaultdict
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, BinaryIO, Final
+from typing import Any, Final
 
 import orjson
 
@@ -70,6 +66,7 @@ from spark_checks.history import (
     CheckResult,
     HistoryError,
     JsonValue,
+    Operation,
     OpType,
     Outcome,
     Position,
@@ -86,142 +83,113 @@ from spark_checks.parallel import (
     stop_reason,
     worth_workers,
 )
-from spark_checks.readers._common import make_operation, nests_deeper
+from spark_checks.readers._common import make_operation, nests_deeper, shown
+from spark_checks.readers.edn import EXPECTED_OP, iter_forms
 from spark_checks.readers.jsonl import EXPECTED, LINE_NESTING, decode_line, first_long_integer
 
-# Row kinds of stage 1 (and of stage 2's output, except PIECE and SUBSCRIPTION).
-PIECE: Final = 0  # part = the part's key JSON, payload = encoded call
-SUBSCRIPTION: Final = 1  # an assign/subscribe call, sent to every target
-ORPHAN: Final = 2  # payload = byte offset of an ok/fail completion first of its process in a range
-CLAIM: Final = 3  # payload = byte offset of a completion paired by reading past a range's end
-FLAG: Final = 4  # payload = JSON list of flag names (TRANSACTIONS)
-ERROR: Final = 5  # payload = JSON [line or null, message]
-RESULT: Final = 6  # payload = JSON of `result_to_row`
-COMMITTED: Final = 7  # payload = JSON list of info calls' invocation indices that committed
-MULTI_INFO_PIECE: Final = 8  # a PIECE of an info call that sent to several keys
-UNDECIDED: Final = 9  # payload = JSON [part, [multi-key info calls this part did not see commit]]
-PIECES: Final = 10  # part = a Kafka key's part, payload = JSON list of its pieces in a range
-SUBSCRIPTIONS: Final = 11  # payload = pickled list of a range's assign/subscribe calls, to every target
-COUNTS: Final = 12  # payload = b"operations calls" of a range (the driver sums them)
-INTERNAL: Final = 13  # payload = JSON [exception type, message, stage, traceback]: a bug in a task
-WHOLE: Final = 14  # part = CYCLES_PART, payload = pickled list of a range's data calls' fields
+# Row kinds. Stage 1 and border pairing: (kind, part, split, line, payload).
+CALLS: Final = 0  # part: a part's key JSON; payload: JSON list of `call_fields` lists
+BORDER: Final = 1  # part: the process as JSON; split, line: where; payload: JSON [role, *op]
+FACTS: Final = 2  # payload: JSON [operations, calls, has transactions] of a split
+SUBSCRIPTIONS: Final = 3  # payload: JSON list of the assign/subscribe calls' `call_fields`
+ERROR: Final = 4  # split, line: where (or the operation's index); payload: JSON [problem, message]
+# Stage 2: (kind, payload).
+RESULT: Final = 5  # payload: JSON of `result_to_row`
+COMMITTED: Final = 6  # payload: JSON list of info calls (invocation indices) a part saw commit
+UNDECIDED: Final = 7  # payload: JSON [part, [multi-key info calls it assumed uncommitted]]
 
-TRANSACTIONS: Final = "transactions"
-
-Row = tuple[int, int, str, bytes]
-"""A stage-1 row: (target, kind, part, payload)."""
+Row = tuple[int, str, int, int, bytes]
 OutRow = tuple[int, bytes]
-"""A stage-2 row: (kind, payload)."""
+
+# Border roles: the first operation of a process in a split, an invocation open at its end.
+# Sorted by position then role: an invocation that is both comes first as FIRST.
+FIRST: Final = 0
+OPEN: Final = 1
+
+
+class Problem:
+    """What an ERROR row reports: how the engine names it."""
+
+    LINE: Final = "line"  # at (split, line): a line that does not parse, or pair
+    INDEX: Final = "index"  # at the operation with this index (a call's value is malformed)
+    VALUE: Final = "value"  # a model cannot hold a call's value (ValueError): located by the engine
+    ORDINALS: Final = "ordinals"  # an operation without an index, read without `Starts`
+    BUG: Final = "bug"  # not bad input: an exception in a Spark task (message: [text, stage, traceback])
+
+
+Starts = Mapping[int, tuple[int, int]]
+"""Per split (its first byte): its first line number and the ordinal its first operation
+takes, when the engine counted them."""
+
+Op = tuple[int, Any, str, str, JsonValue, JsonValue, int | None]
+"""An operation as a plain tuple (index, process, type, f, value, key, time): the fields of
+`Operation` (the type by its name), without the frozen dataclass's cost per line."""
 
 # An operation's type travels as its canonical name (one string object per name, from
-# `_TYPES`, so `is` compares them): looking up an enum member hashes it in Python code.
+# `_TYPES`, so `is` compares them).
 _TYPES: Final = {t.value: t.value for t in OpType}
 _INVOKE: Final = _TYPES["invoke"]
 _OK_TYPE: Final = _TYPES["ok"]
 _INFO_TYPE: Final = _TYPES["info"]
 _OUTCOMES: Final[dict[str, Outcome]] = {t.value: Outcome(t.value) for t in OpType if t is not OpType.INVOKE}
-_OUTCOME_CODES: Final = {outcome: outcome.value for outcome in Outcome}
 _OUTCOME_BY_CODE: Final = {outcome.value: outcome for outcome in Outcome}
+TRANSACTIONS: Final = "txn"
 
 
-def byte_ranges(size: int, count: int) -> list[tuple[int, int]]:
-    """`count` (at least one) contiguous ranges [start, end) covering `size` bytes."""
-    count = max(1, min(count, size)) if size else 1
-    bounds = [size * number // count for number in range(count + 1)]
-    return list(itertools.pairwise(bounds))
-
-
-def target_of(part: str, targets: Sequence[int]) -> int:
-    """The stage-2 target of a part (a stable hash: Python's own is salted per process)."""
-    return targets[zlib.crc32(part.encode("utf-8")) % len(targets)]
+class OrdinalsNeededError(Exception):
+    """An operation without an index in a split read without `Starts` (its index is its
+    ordinal in the file, which the split does not know)."""
 
 
 # ---------------------------------------------------------------------------------------
-# Calls <-> bytes
+# The one encoding of a call
 # ---------------------------------------------------------------------------------------
-
 
 _STANDARD: Final = b"J"  # marks JSON written by the standard library (orjson could not, exactly)
 
 
-def _dumps(value: Any) -> bytes:
-    """Compact JSON; what orjson cannot write exactly (integers beyond 64 bits, lone
-    surrogates, NaN and infinities, which it writes as null) is written by the standard
-    library behind a marker, so `_loads` reads it back exactly."""
+def dumps(value: Any) -> bytes:
+    """Compact JSON; what orjson cannot write (integers beyond 64 bits, lone surrogates) is
+    written by the standard library behind a marker, so `loads` reads it back exactly. A
+    history holds no NaN nor infinity (every reader refuses them), so no value here does."""
     try:
-        data = orjson.dumps(value)
+        return orjson.dumps(value)
     except TypeError:
-        data = None
-    if data is None or (b"null" in data and _has_non_finite(value)):
         return _STANDARD + json.dumps(value, separators=(",", ":")).encode("utf-8")
-    return data
 
 
-def _has_non_finite(value: Any) -> bool:
-    """Whether a JSON value holds a NaN or an infinity anywhere."""
-    if value.__class__ is float:
-        return not math.isfinite(value)
-    if isinstance(value, list | tuple):
-        return any(_has_non_finite(item) for item in value)
-    if isinstance(value, dict):
-        return any(_has_non_finite(item) for item in value.values())
-    return False
-
-
-def _loads(data: bytes) -> Any:
+def loads(data: bytes) -> Any:
+    """The inverse of `dumps`."""
     if data[:1] == _STANDARD:
         return json.loads(data[1:])
     return orjson.loads(data)
 
 
-def _join_pieces(pieces: list[bytes]) -> bytes:
-    """Pieces encoded one by one (`_dumps`) as one JSON list, which `_loads` reads: each piece
-    is encoded while its values are fresh in the cache, and a list of JSON texts is joined
-    at once (pickling them later, from cold memory, cost stage 1 a fifth of its time)."""
+def join_encoded(pieces: Sequence[bytes]) -> bytes:
+    """Values encoded one by one (`dumps`) as one JSON list, which `loads` reads: each is
+    encoded while it is fresh in the cache, and the texts are joined at once."""
     if any(piece[:1] == _STANDARD for piece in pieces):
         texts = [piece[1:] if piece[:1] == _STANDARD else piece for piece in pieces]
         return _STANDARD + b"[" + b",".join(texts) + b"]"
     return b"[" + b",".join(pieces) + b"]"
 
 
-def _pack(fields: list[list[Any]]) -> bytes:
-    """Many assign/subscribe calls' fields (SUBSCRIPTIONS) as one pickle: written by stage 1
-    of the same job for stage 2 alone, so trusted; exact for any JSON value, and its memo
-    writes once the list of keys an invocation and its completion share
-    (`_subscription_fields`), which every stage-2 task reads."""
-    return pickle.dumps(fields, protocol=5)
-
-
-def _unpack(data: bytes) -> list[list[Any]]:
-    fields: list[list[Any]] = pickle.loads(data)  # trusted: see `_pack`
-    return fields
-
-
-def encode_call(call: Call) -> bytes:
-    """A call as compact JSON; `decode_call` gives an equal call back."""
-    return _dumps(_call_fields(call))
-
-
-def decode_call(data: bytes) -> Call:
-    """The inverse of `encode_call`."""
-    return _call_from_fields(_loads(data))
-
-
-def _call_fields(call: Call) -> list[Any]:
+def call_fields(call: Call) -> list[Any]:
+    """A call as a list of its fields (JSON-ready); `call_from_fields` gives an equal call.
+    The output is written only when it is not the completion's value as the same JSON
+    (equal is not enough: 1 == True, [1] == [1.0])."""
     output, completion_value = call.output, call.completion_value
-    # Equal is not enough (1 == True, [1] == [1.0]): the output is only left out when it is
-    # the same JSON, so it comes back with its own types.
     same = output is completion_value or (
-        output == completion_value and _dumps(output) == _dumps(completion_value)
+        output == completion_value and dumps(output) == dumps(completion_value)
     )
     return [
         call.process,
         call.f,
         call.input,
-        call.completion_value,
+        completion_value,
         1 if same else 0,
-        None if same else call.output,
-        _OUTCOME_CODES[call.outcome],
+        None if same else output,
+        call.outcome.value,
         call.invoke_index,
         call.complete_index,
         call.key,
@@ -230,24 +198,10 @@ def _call_fields(call: Call) -> list[Any]:
     ]
 
 
-def _subscription_fields(call: Call) -> list[Any]:
-    """`_call_fields` of an assign/subscribe call, whose invocation and completion usually
-    carry the same list of keys: then both fields hold one object, which `_pack` writes once
-    (every stage-2 task reads every assignment of the history)."""
-    fields = _call_fields(call)
-    given, done = fields[2], fields[3]
-    if given.__class__ is list and done.__class__ is list and given is not done:
-        try:
-            if pickle.dumps(given) == pickle.dumps(done):  # equal, types and all (1 != True here)
-                fields[2] = done
-        except (pickle.PicklingError, TypeError, ValueError):  # pragma: no cover - JSON values pickle
-            pass
-    return fields
-
-
-def _call_from_fields(fields: list[Any]) -> Call:
+def call_from_fields(fields: Sequence[Any]) -> Call:
+    """The inverse of `call_fields` (a trailing field, `SEVERAL`, is ignored)."""
     completion_value = fields[3]
-    return Call(
+    return new_call(
         fields[0],
         fields[1],
         fields[2],
@@ -262,41 +216,722 @@ def _call_from_fields(fields: list[Any]) -> Call:
     )
 
 
-# A Kafka piece travels as the fields the Kafka checks read of it: process, f, the analysed
-# value (`kafka_checker.analysed_value`: the completion's, or the invocation's when there was
-# none), outcome, invocation and completion indices; not the key (its part's), nor the other
-# value or the times, which no Kafka check reads (they were a quarter of the bytes shipped).
-# One extra trailing field marks an info piece of a call that sent to several keys
-# (MULTI_INFO_PIECE).
+def encode_call(call: Call) -> bytes:
+    """A call as compact JSON (`call_fields`); `decode_call` gives an equal call back."""
+    return dumps(call_fields(call))
 
 
-def _piece_fields(piece: Call) -> list[Any]:
-    return [
+def decode_call(data: bytes) -> Call:
+    """The inverse of `encode_call`."""
+    return call_from_fields(loads(data))
+
+
+def kafka_piece(piece: Call) -> Call:
+    """A Kafka piece with only what the Kafka checks read: process, function, outcome, indices,
+    key and the analysed value (`kafka_checker.analysed_value`) as its completion's; not the
+    other value nor the times (a quarter of the bytes shipped). Checked alike."""
+    analysed = kafka_checker.analysed_value(piece)
+    ok = piece.outcome is Outcome.OK
+    return new_call(
         piece.process,
         piece.f,
-        kafka_checker.analysed_value(piece),
-        _OUTCOME_CODES[piece.outcome],
+        None,
+        analysed if ok else None,
+        piece.outcome,
         piece.invoke_index,
         piece.complete_index,
-    ]
-
-
-def _piece_from_fields(fields: list[Any], key: str) -> Call:
-    code = fields[3]
-    analysed = fields[2]
-    return new_call(
-        fields[0],
-        fields[1],
-        None,
-        analysed if code == "ok" else None,
-        _OUTCOME_BY_CODE[code],
-        fields[4],
-        fields[5],
-        key,
+        piece.key,
         None,
         None,
         analysed,
     )
+
+
+SEVERAL: Final = 1
+"""A 13th field of a Kafka piece: an info call that sent to several keys (see the module
+docstring: its commitment may be decided in another part)."""
+
+
+# ---------------------------------------------------------------------------------------
+# Stage 1: lines -> operations
+# ---------------------------------------------------------------------------------------
+
+_DEEP_LINE_BYTES: Final = 2 * LINE_NESTING
+"""A line orjson decodes (balanced JSON) nests deeper than `LINE_NESTING` only if it is longer
+than this: shorter lines skip the depth check (`decode_line` makes it for the rest)."""
+
+
+def jsonl_ops(
+    chunks: Iterable[Sequence[bytes]], source: str, first_line: int, first_ordinal: int | None
+) -> Iterator[tuple[int, Op]]:
+    """The operations of consecutive JSON Lines lines (given a chunk at a time), each with its
+    line number (the first line is `first_line`). `first_ordinal`: the ordinal of the first
+    operation in the file (the index of an operation without one), None when unknown
+    (`OrdinalsNeededError` if one is missing). Reads as `readers.jsonl.parse_line` does: its checks
+    inline for the usual line, `decode_line` and `make_operation` for anything else."""
+    types = _TYPES
+    parse = orjson.loads
+    line = first_line
+    seen = 0  # operations so far
+    for chunk in chunks:
+        # A chunk without a run of 20 digits has no integer orjson would read as a float
+        # (`first_long_integer`): one scan per chunk, not per line.
+        clean = first_long_integer(b"\n".join(chunk)) < 0
+        for raw in chunk:
+            at = line
+            line += 1
+            obj = None
+            if (clean or first_long_integer(raw) < 0) and (
+                len(raw) <= _DEEP_LINE_BYTES or not nests_deeper(raw, LINE_NESTING)
+            ):
+                try:
+                    obj = parse(raw)
+                except orjson.JSONDecodeError:
+                    obj = None
+            if obj.__class__ is not dict:
+                obj = decode_line(raw, source, at)
+                if obj is None:
+                    continue
+            seen += 1
+            get = obj.get
+            index = get("index")
+            process = get("process")
+            kind = get("type")
+            f = get("f")
+            time = get("time")
+            op_type = types.get(kind) if kind.__class__ is str else None
+            if (
+                op_type is not None
+                and index.__class__ is int
+                and index >= 0
+                and (process.__class__ is int or process.__class__ is str)
+                and f.__class__ is str
+                and (time is None or time.__class__ is int)
+            ):
+                yield at, (index, process, op_type, f, get("value"), get("key"), time)
+                continue
+            if "index" not in obj and first_ordinal is None:
+                raise OrdinalsNeededError
+            ordinal = (first_ordinal or 0) + seen - 1
+            yield at, operation_op(make_operation(obj, ordinal, source, at, EXPECTED))
+
+
+def operation_op(operation: Operation) -> Op:
+    """An `Operation` as an `Op` tuple."""
+    return (
+        operation.index,
+        operation.process,
+        _TYPES[operation.type.value],
+        operation.f,
+        operation.value,
+        operation.key,
+        operation.time,
+    )
+
+
+EDN_RUN_LINES: Final = 4096
+"""Consecutive EDN lines parsed as one text (one token cache, one scan)."""
+SPANS_LINES: Final = (
+    "the Spark engine reads EDN histories one op map per line (as Jepsen writes history.edn); "
+    "this line {what}"
+)
+"""The message of an EDN line that does not hold exactly one op map that starts it: the
+engine then reads the file whole in one task (`spark_read`), as the local reader does."""
+
+
+def edn_ops(
+    lines: Iterable[tuple[bytes, bool]], source: str, first_line: int, first_ordinal: int | None
+) -> Iterator[tuple[int, Op]]:
+    """The op maps of consecutive EDN lines, each given with whether it starts an op map
+    (`spark_read.EDN_OPERATION_LINE`, matched by Spark): one op map per line that starts one,
+    as Jepsen writes `history.edn`. A line that breaks that rule is a HistoryError with
+    `SPANS_LINES`."""
+    run: list[tuple[bytes, bool]] = []
+    start, ordinal = first_line, first_ordinal
+    for item in lines:
+        run.append(item)
+        if len(run) >= EDN_RUN_LINES:
+            yield from _edn_run(run, source, start, ordinal)
+            start += len(run)
+            if ordinal is not None:
+                ordinal += sum(holds for _, holds in run)
+            run = []
+    if run:
+        yield from _edn_run(run, source, start, ordinal)
+
+
+_EDN_OPENER: Final = __import__("re").compile(r"[\s,]*[\[(]")
+_EDN_CLOSER: Final = __import__("re").compile(r"[\])][\s,]*(?:;[^\n]*)?\Z")
+_EMPTY_EDN_LINE: Final = __import__("re").compile(r"[\s,]*(?:;[^\n]*)?\Z")
+
+
+def _edn_run(
+    run: list[tuple[bytes, bool]], source: str, first: int, first_ordinal: int | None
+) -> Iterator[tuple[int, Op]]:
+    texts = []
+    ordinals: list[int] = []
+    ordinal = 0
+    for number, (raw, holds) in enumerate(run):
+        ordinals.append(ordinal)
+        ordinal += holds
+        line = first + number
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise HistoryError(
+                Position(source, line=line), f"not UTF-8 text (byte {error.start} of the line)"
+            ) from None
+        opener = _EDN_OPENER.match(text)
+        if opener is not None:
+            text = " " * opener.end() + text[opener.end() :]
+        if text.rstrip()[-1:] in ("]", ")"):
+            closer = _EDN_CLOSER.search(text)
+            if closer is not None:
+                text = text[: closer.start()]
+        if not holds and not _EMPTY_EDN_LINE.match(text):
+            _refuse_continuation(text, source, line)
+            text = ""
+        texts.append(text)
+    read: set[int] = set()
+    try:
+        for value, line in iter_forms(["\n".join(texts)], source, first_line=first):
+            number = line - first
+            at = Position(source, line=line)
+            if not run[number][1] or line in read:
+                what = (
+                    "holds more than one op map"
+                    if run[number][1]
+                    else "holds an op map that does not start it"
+                )
+                raise HistoryError(at, SPANS_LINES.format(what=what))
+            read.add(line)
+            if type(value) is not dict:
+                described = "a vector/list" if isinstance(value, list) else shown(value)
+                raise HistoryError(at, f"{EXPECTED_OP}; got {described}")
+            if "index" not in value and first_ordinal is None:
+                raise OrdinalsNeededError
+            default = (first_ordinal or 0) + ordinals[number]
+            yield line, operation_op(make_operation(value, default, source, line, EXPECTED_OP))
+    except HistoryError as error:
+        if error.message.startswith(("unterminated map", "unexpected '}'")):
+            raise HistoryError(error.position, SPANS_LINES.format(what="holds part of an op map")) from None
+        raise
+    for number, (_raw, holds) in enumerate(run):
+        if holds and first + number not in read:
+            raise HistoryError(
+                Position(source, line=first + number), SPANS_LINES.format(what="holds no op map alone")
+            )
+
+
+def _refuse_continuation(text: str, source: str, line: int) -> None:
+    """A line that starts no op map holds no form (a discarded `#_` form passes), or it is
+    part of a map over several lines."""
+    at = Position(source, line=line)
+    try:
+        forms = list(iter_forms([text], source, first_line=line))
+    except HistoryError as error:
+        if error.message.startswith(("unterminated", "unexpected")):
+            raise HistoryError(at, SPANS_LINES.format(what="holds part of an op map")) from None
+        raise
+    if forms:
+        raise HistoryError(at, SPANS_LINES.format(what="holds part of an op map"))
+
+
+# ---------------------------------------------------------------------------------------
+# Stage 1: operations -> calls -> rows
+# ---------------------------------------------------------------------------------------
+
+
+def _call(invocation: Op, completion: Op) -> Call:
+    kind = completion[2]
+    return new_call(
+        invocation[1],
+        invocation[3],
+        invocation[4],
+        completion[4] if kind is _OK_TYPE else None,
+        _OUTCOMES[kind],
+        invocation[0],
+        completion[0],
+        invocation[5],
+        invocation[6],
+        completion[6],
+        completion[4],
+    )
+
+
+def _open_call(invocation: Op) -> Call:
+    return new_call(
+        invocation[1], invocation[3], invocation[4], None, Outcome.INFO, invocation[0], None,
+        invocation[5], invocation[6], None, None,
+    )  # fmt: skip
+
+
+def _invokes_while_open(first: Op, operation: Op, at: Position) -> HistoryError:
+    return HistoryError(
+        at,
+        f"process {operation[1]!r} invokes {operation[3]!r} while its {first[3]!r} "
+        f"(index {first[0]}) has not completed",
+    )
+
+
+def _without_invocation(operation: Op, at: Position) -> HistoryError:
+    return HistoryError(at, f"{operation[2]} for process {operation[1]!r} without an open invocation")
+
+
+class _Sink:
+    """Calls -> rows: each call's pieces gathered per part (`CALLS`, one row per part every
+    `WINDOW_CALLS` calls), the assign/subscribe calls (`SUBSCRIPTIONS`) and, for Kafka, every
+    data call for the whole-history part."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.kafka = plan.model == "kafka"
+        self.pieces: dict[str, list[bytes]] = {}
+        self.subscriptions: list[bytes] = []
+        self.calls = 0
+        self.transactions = False
+        self.parts: dict[Any, str] = {}  # Kafka key -> its part's JSON
+
+    def add_pair(self, invocation: Op, completion: Op | None) -> None:
+        self.calls += 1
+        if self.kafka and completion is not None and _fast_pieces(invocation, completion, self):
+            self._add(CYCLES_PART, encode_call(_call(invocation, completion)))
+            return
+        self.add_call(_open_call(invocation) if completion is None else _call(invocation, completion))
+
+    def add_call(self, call: Call) -> None:
+        if not self.kafka:
+            for part, piece in split_calls(self.plan, (call,)):
+                self._add(part, encode_call(piece))
+            return
+        f = call.f
+        if f in kafka_checker.SUBSCRIPTION_FUNCTIONS:
+            self.subscriptions.append(encode_call(call))
+            return
+        if f == TRANSACTIONS:
+            self.transactions = True
+        split = kafka_checker.split_call(call)
+        several = len(split) > 1 and call.outcome is Outcome.INFO and _sends_to_several_keys(call)
+        for key, piece in split:
+            fields = call_fields(kafka_piece(piece))
+            if several:
+                fields.append(SEVERAL)
+            self.add_piece(key, fields)
+        if f in kafka_checker.DATA_FUNCTIONS:
+            self._add(CYCLES_PART, encode_call(call))
+
+    def add_piece(self, key: Any, fields: list[Any]) -> None:
+        part = self.parts.get(key)
+        if part is None:
+            part = self.parts[key] = _part_json(key)
+        self._add(part, dumps(fields))
+
+    def _add(self, part: str, encoded: bytes) -> None:
+        entries = self.pieces.get(part)
+        if entries is None:
+            self.pieces[part] = [encoded]
+        else:
+            entries.append(encoded)
+
+    def take(self) -> Iterator[Row]:
+        """The pieces gathered so far, one CALLS row per part."""
+        for part, entries in self.pieces.items():
+            yield CALLS, part, 0, 0, join_encoded(entries)
+        self.pieces = {}
+
+    def facts(self, operations: int) -> Iterator[Row]:
+        if self.subscriptions:
+            yield SUBSCRIPTIONS, "", 0, 0, join_encoded(self.subscriptions)
+            self.subscriptions = []
+        yield FACTS, "", 0, 0, dumps([operations, self.calls, self.transactions])
+
+
+WINDOW_CALLS: Final = 16384
+"""Stage 1 joins each part's encoded pieces into one row every this many calls, so it holds
+few small bytes objects at a time."""
+
+
+def split_rows(plan: Plan, ops: Iterable[tuple[int, Op]], source: str, split: int = 0) -> Iterator[Row]:
+    """Stage 1 for one split: `ops` (line, operation) in file order -> the CALLS rows of the
+    calls it pairs, the BORDER rows of what it cannot pair, its FACTS and SUBSCRIPTIONS; bad
+    input ends it with one ERROR row (after the border rows read so far, see `border_rows`).
+    `OrdinalsNeededError` propagates (the engine reads again with `Starts`)."""
+    sink = _Sink(plan)
+    open_calls: dict[Any, tuple[int, Op]] = {}
+    seen: set[Any] = set()
+    operations = 0
+    window = WINDOW_CALLS
+    border: list[Row] = []
+    try:
+        for line, operation in ops:
+            operations += 1
+            process = operation[1]
+            if process not in seen:
+                seen.add(process)
+                border.append((BORDER, _part_json(process), split, line, dumps([FIRST, *operation])))
+                if operation[2] is not _INVOKE:
+                    continue  # may end a call an earlier split opened: paired at the border
+            if operation[2] is _INVOKE:
+                first = open_calls.get(process)
+                if first is not None:
+                    raise _invokes_while_open(first[1], operation, Position(source, line=line))
+                open_calls[process] = line, operation
+                continue
+            opened = open_calls.pop(process, None)
+            if opened is None:
+                if operation[2] is _INFO_TYPE:
+                    continue  # e.g. a nemesis announcing a fault: not a client operation
+                raise _without_invocation(operation, Position(source, line=line))
+            sink.add_pair(opened[1], operation)
+            window -= 1
+            if not window:
+                window = WINDOW_CALLS
+                yield from sink.take()
+        yield from sink.take()
+    except (HistoryError, ValueError, OrdinalsNeededError) as error:
+        yield from border
+        yield _error_row(error, split)
+        return
+    yield from border
+    for line, invocation in open_calls.values():
+        yield BORDER, _part_json(invocation[1]), split, line, dumps([OPEN, *invocation])
+    yield from sink.facts(operations)
+
+
+def _error_row(error: Exception, split: int, line: int = 0) -> Row:
+    """The ERROR row of bad input met in stage 1 or border pairing."""
+    if isinstance(error, OrdinalsNeededError):
+        return ERROR, "", split, line, dumps([Problem.ORDINALS, ""])
+    if isinstance(error, HistoryError):
+        position = error.position
+        if position.index is not None:  # found in a call: the engine finds its line
+            return ERROR, "", 0, position.index, dumps([Problem.INDEX, error.message])
+        at = position.line if position.line is not None else position.row
+        return ERROR, "", split, line if at is None else at, dumps([Problem.LINE, error.message])
+    return ERROR, "", split, line, dumps([Problem.VALUE, str(error)])
+
+
+def border_rows(plan: Plan, rows: Iterable[tuple[str, int, int, bytes]], source: str) -> Iterator[Row]:
+    """Pair the BORDER rows (process, split, line, payload), sorted by process, then position
+    and role, by `history.pair_calls`' rules: an invocation open at a split's end is ended by
+    its process's next FIRST operation, if a completion (an invocation is an error); a FIRST
+    completion with nothing open is an error unless it is an `info` (a nemesis's line); an
+    invocation still open at the end is an `info` call without completion. Its calls leave as
+    stage 1's (CALLS, SUBSCRIPTIONS, FACTS with no operations); bad input is an ERROR row."""
+    sink = _Sink(plan)
+    for _process, group in itertools.groupby(rows, key=lambda row: row[0]):
+        opened: Op | None = None
+        for _, split, line, payload in group:
+            role, *fields = loads(payload)
+            operation: Op = (
+                fields[0],
+                fields[1],
+                _TYPES[fields[2]],
+                fields[3],
+                fields[4],
+                fields[5],
+                fields[6],
+            )
+            at = Position(source, line=line)
+            try:
+                if role == OPEN:
+                    opened = operation
+                elif operation[2] is _INVOKE:
+                    if opened is not None:
+                        raise _invokes_while_open(opened, operation, at)
+                elif opened is not None:
+                    sink.add_pair(opened, operation)
+                    opened = None
+                elif operation[2] is not _INFO_TYPE:
+                    raise _without_invocation(operation, at)
+            except (HistoryError, ValueError) as error:
+                yield _error_row(error, split, line)  # the earliest is reported, of all processes
+                opened = None
+                break
+        if opened is not None:
+            sink.add_pair(opened, None)
+    yield from sink.take()
+    yield from sink.facts(0)
+
+
+def border_order(row: tuple[str, int, int, bytes]) -> tuple[str, int, int, bytes]:
+    """How `border_rows` wants its rows sorted: process, position, then the payload, whose
+    text starts with the role (`[0,` before `[1,`: FIRST before OPEN of one invocation)."""
+    return row
+
+
+def stage1_rows(
+    plan: Plan, splits: Iterable[tuple[int, Iterable[tuple[int, Op]]]], source: str
+) -> Iterator[Row]:
+    """Stage 1 and border pairing in this process over a file's splits (split, operations):
+    every row but BORDER rows, which are paired here."""
+    border: list[tuple[str, int, int, bytes]] = []
+    for split, ops in splits:
+        for row in split_rows(plan, ops, source, split):
+            if row[0] == BORDER:
+                border.append(row[1:])
+            else:
+                yield row
+    border.sort(key=border_order)
+    yield from border_rows(plan, border, source)
+
+
+def _sends_to_several_keys(call: Call) -> bool:
+    # Only such an info call's commitment can depend on another part (rare: transactions).
+    _, sends = kafka_checker.commit_facts(call)
+    return len({key for key, _ in sends}) > 1
+
+
+def _part_json(key: Any) -> str:
+    # `checking.partition_key_json` of a Kafka key or a process (a string or an integer),
+    # with its fallback for what orjson cannot write (a lone surrogate, a long integer).
+    try:
+        return orjson.dumps(key).decode("utf-8")
+    except TypeError:
+        return json.dumps(key)
+
+
+def _fast_pieces(invocation: Op, completion: Op, sink: _Sink) -> bool:
+    """Add `split_call`'s pieces (as `kafka_piece` makes them) of the calls that make up most
+    of a history - sends, a poll of string keys - read straight off the operations; False
+    (and nothing added) for any other call: `_Sink.add_call` then makes them. Measured on
+    10^6 Kafka operations: stage 1 takes 40% less time than making each call and piece
+    (`test_fast_pieces_are_split_calls_pieces` compares the two)."""
+    f = invocation[3]
+    given = invocation[4]
+    done = completion[4]
+    value = given if done is None else done  # `kafka_checker.analysed_value`
+    key: str | None = None
+    keys: list[str] | None = None
+    if f == "send":
+        key = kafka_checker.single_send_key(value)
+        if key is None:
+            keys = kafka_checker.plain_sends(value)
+            if keys is None:
+                return False
+    elif f == "poll":
+        polled = kafka_checker.plain_poll(value)
+        if polled is None:
+            return False
+        if len(polled) == 1:
+            key = next(iter(polled))
+        elif not polled:
+            return True
+        else:
+            keys = sorted(polled)
+    else:
+        return False
+    if key is None and keys is not None and len(keys) == 1:
+        key = keys[0]
+    kind = completion[2]
+    ok = 1 if kind is _OK_TYPE else 0
+    process, invoked, completed = invocation[1], invocation[0], completion[0]
+    if key is not None:
+        sink.add_piece(key, [process, f, None, value, ok, None, kind, invoked, completed, key, None, None])
+        return True
+    assert keys is not None
+    # The analysed value of each key's piece: the completion's restricted to the key (never
+    # None when the completion had a value), else the invocation's.
+    analysed = kafka_checker.restrict_each(value, keys)
+    several = f == "send" and kind is _INFO_TYPE  # an info call that sent to several keys
+    for key in keys:
+        fields = [process, f, None, analysed[key], ok, None, kind, invoked, completed, key, None, None]
+        if several:
+            fields.append(SEVERAL)
+        sink.add_piece(key, fields)
+    return True
+
+
+@contextmanager
+def no_cyclic_gc() -> Iterator[None]:
+    """Run a stage with the cyclic garbage collector off. Stages allocate millions of small
+    acyclic objects (calls, their values), which reference counting frees; the collector can
+    free nothing among them, yet rescans every live one over and over (it measured a third of
+    stage 2's time, and a fifth of stage 1's)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
+# ---------------------------------------------------------------------------------------
+# The small whole-history facts
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Facts:
+    """What stage 1 learns of the whole history, gathered on the driver: its size, its
+    assign/subscribe calls, whether it has transactions, and its errors (position, problem,
+    message)."""
+
+    operations: int = 0
+    calls: int = 0
+    transactions: bool = False
+    subscriptions: list[Call] = field(default_factory=list)
+    errors: list[tuple[int, int, str, str]] = field(default_factory=list)
+
+    def add(self, kind: int, split: int, line: int, payload: bytes) -> None:
+        if kind == FACTS:
+            operations, calls, transactions = loads(payload)
+            self.operations += operations
+            self.calls += calls
+            self.transactions = self.transactions or transactions
+        elif kind == SUBSCRIPTIONS:
+            self.subscriptions.extend(call_from_fields(fields) for fields in loads(payload))
+        elif kind == ERROR:
+            problem, message = loads(payload)
+            self.errors.append((split, line, problem, message))
+
+    def context(self) -> KafkaContext:
+        """The Kafka context every key's check needs (`checking.kafka_context`'s facts)."""
+        subscriptions = sorted(self.subscriptions, key=lambda call: call.invoke_index)
+        return KafkaContext(
+            subscriptions=tuple(subscriptions),
+            sub_via=tuple(sorted({call.f for call in subscriptions if call.outcome is not Outcome.FAIL})),
+            has_transactions=self.transactions,
+            prepared=kafka_checker.Assignments(subscriptions),
+        )
+
+    def first_error(self) -> tuple[int, int, str, str] | None:
+        """The error of the earliest position (a bad line before a value a model refuses)."""
+        if not self.errors:
+            return None
+        order = {Problem.BUG: 0, Problem.ORDINALS: 1, Problem.LINE: 2, Problem.INDEX: 3, Problem.VALUE: 4}
+        return min(self.errors, key=lambda error: (order[error[2]], error[0], error[1]))
+
+
+# ---------------------------------------------------------------------------------------
+# Stage 2: the pieces of some parts -> their results
+# ---------------------------------------------------------------------------------------
+
+
+def check_rows(
+    plan: Plan,
+    context: KafkaContext,
+    parts: Mapping[str, list[bytes]],
+    committed: frozenset[int] | None,
+    on_part: Callable[[int, int], None] | None = None,
+    pool: WorkerPool | None = None,
+    fail_fast: bool = False,
+    on_verdict: Callable[[str, int], None] | None = None,
+) -> list[OutRow]:
+    """Stage 2: check every part of `parts` (part -> its CALLS payloads) under `context` (for
+    Kafka). `committed`: the info calls known to have committed (a second run), or None to
+    decide it inside each part. `on_part` hears (number, count) before each part this process
+    checks, `on_verdict` each part's verdict. The parts are checked smallest first, in `pool`'s
+    worker processes when given (`spark_checks.parallel`), and under `fail_fast` not after the
+    first part that is invalid whatever the other parts find. Bad input: one ERROR row."""
+    if plan.model == "kafka":
+        context = replace(context, committed_info=committed or frozenset())
+    names = sorted(parts)
+    tasks = [Task(sum(map(len, parts[name])), _part_rows, (name, parts[name]), name=name) for name in names]
+    pool = worth_workers(pool, sum(task.size for task in tasks), PARALLEL_MIN_BYTES)
+    if pool is not None:
+        plan = replace(plan, budget=searches_budget(plan.budget, pool, len(names)))
+    started = 0
+
+    def on_start(_index: int) -> None:
+        nonlocal started
+        started += 1
+        if on_part is not None:
+            on_part(started, len(names))
+
+    def stopped(index: int, stop: Stop) -> PartRows:
+        name = names[index]
+        count = len(decode_part(parts[name])[0])
+        result = unchecked_result(plan.with_kafka_context(context), name, count, stop_reason(stop))
+        return result.verdict.value, False, [(RESULT, dumps(result_to_row(result)))]
+
+    def done(_index: int, rows: PartRows) -> None:
+        if on_verdict is not None:
+            on_verdict(rows[0], len(names))
+
+    try:
+        answers = (pool or WorkerPool()).run(
+            tasks,
+            shared=(plan, context, committed),
+            is_invalid=_finally_invalid,
+            stopped=stopped,
+            fail_fast=fail_fast,
+            deadline=plan.budget.deadline,
+            on_done=done,
+            on_start=on_start,
+        )
+        return [row for _, _, rows in answers for row in rows]
+    except (HistoryError, ValueError) as error:
+        _, _, _, index, payload = _error_row(error, 0)
+        return [(ERROR, dumps([*loads(payload), index]))]
+
+
+def decode_part(payloads: Iterable[bytes]) -> tuple[list[Call], set[int]]:
+    """A part's calls, and the invocation indices of its multi-key info calls (`SEVERAL`)."""
+    calls: list[Call] = []
+    several: set[int] = set()
+    make = new_call
+    outcomes = _OUTCOME_BY_CODE
+    for payload in payloads:
+        entries = loads(payload)
+        # `call_from_fields` of each, inline (once per piece of the history).
+        calls.extend(
+            [
+                make(
+                    e[0],
+                    e[1],
+                    e[2],
+                    e[3] if e[4] else e[5],
+                    outcomes[e[6]],
+                    e[7],
+                    e[8],
+                    e[9],
+                    e[10],
+                    e[11],
+                    e[3],
+                )
+                for e in entries
+            ]
+        )
+        several.update(e[7] for e in entries if len(e) > 12)
+    return calls, several
+
+
+PartRows = tuple[str, bool, list[OutRow]]
+"""A part's verdict, whether it is invalid whatever other parts find (no info call it
+assumed uncommitted is left undecided), and its stage-2 rows."""
+
+
+def _finally_invalid(rows: PartRows) -> bool:
+    return rows[1]
+
+
+def _part_rows(
+    shared: tuple[Plan, KafkaContext, frozenset[int] | None],
+    part: str,
+    payloads: list[bytes],
+    task: TaskContext,
+) -> PartRows:
+    """Check one part from its encoded pieces (here or in a worker process)."""
+    plan, context, committed = shared
+    calls, several = decode_part(payloads)
+    if plan.model == "kafka":
+        if committed is None and part != CYCLES_PART:
+            result, own = check_key_deciding_commits(plan, context, part, calls)
+            rows: list[OutRow] = []
+            if own:
+                rows.append((COMMITTED, orjson.dumps(sorted(own))))
+            undecided = several - own
+            if undecided:
+                rows.append((UNDECIDED, dumps([part, sorted(undecided)])))
+            rows.append((RESULT, dumps(result_to_row(result))))
+            invalid = result.verdict is Verdict.INVALID
+            return result.verdict.value, invalid and not undecided, rows
+        plan = plan.with_kafka_context(context)
+    checked = check_part(plan, part, calls, parts_left=task.share)
+    invalid = checked.verdict is Verdict.INVALID
+    return checked.verdict.value, invalid, [(RESULT, dumps(result_to_row(checked)))]
 
 
 def result_to_row(result: CheckResult) -> dict[str, Any]:
@@ -327,721 +962,14 @@ def row_to_result(row: dict[str, Any]) -> CheckResult:
     )
 
 
-# ---------------------------------------------------------------------------------------
-# Stage 1: a byte range of the file -> calls -> pieces
-# ---------------------------------------------------------------------------------------
-
-
-@dataclass
-class RangeBorder:
-    """What a range learns about calls crossing its borders (byte offsets of completions)."""
-
-    orphans: list[int] = field(default_factory=list)  # ok/fail completions first of their process
-    claims: list[int] = field(default_factory=list)  # completions paired by reading past the end
-    operations: int = 0  # operations on lines starting in the range
-    calls: int = 0  # calls the range made (each call is made by the range holding its invocation)
-
-
-Op = tuple[int, Any, str, str, JsonValue, JsonValue, int | None]
-"""An operation as a plain tuple (index, process, type, f, value, key, time): the fields of
-`Operation` (the type by its name), without the frozen dataclass's cost per line."""
-
-
-_CHECKED_BYTES: Final = 1 << 20
-_DEEP_LINE_BYTES: Final = 2 * LINE_NESTING
-"""A line orjson decodes (balanced JSON) nests deeper than `LINE_NESTING` only if it is longer
-than this: shorter lines skip the depth check (`decode_line` makes it for the rest)."""
-
-
-def _clean_until(descriptor: int, offset: int) -> int:
-    """How far from `offset` a file holds no integer orjson would read as a float
-    (`first_long_integer`: `decode_line` must decode such lines itself), checked a block at
-    a time: a line that ends by the returned offset holds none."""
-    data = os.pread(descriptor, _CHECKED_BYTES, offset)
-    found = first_long_integer(data)
-    return offset + (len(data) if found < 0 else found)
-
-
-class _Lines:
-    """The operations of a file's lines from a byte offset on, with each line's offset and the
-    ordinal an operation without `index` gets (counting the non-blank lines before the range
-    only when such a line turns up)."""
-
-    def __init__(self, handle: BinaryIO, start: int, name: str) -> None:
-        self.handle = handle
-        self.start = start
-        self.name = name
-        self.base: int | None = 0 if start == 0 else None
-        self.seen = 0  # non-blank lines read from `start`
-
-    def read(self, position: int) -> Iterator[tuple[int, Op]]:
-        name = self.name
-        types = _TYPES
-        loads = orjson.loads
-        handle = self.handle
-        clean_end = position  # lines ending by here hold no run of 20 digits
-        for raw in handle:
-            offset = position
-            position += len(raw)
-            if position > clean_end:
-                clean_end = _clean_until(handle.fileno(), offset)
-            # `decode_line`'s fast path, inline (a call per line costs, and so did its check
-            # for long integers, now made per block); anything else, and every error, takes
-            # `decode_line` itself.
-            obj = None
-            shallow = len(raw) <= _DEEP_LINE_BYTES or not nests_deeper(raw, LINE_NESTING)
-            if position <= clean_end and shallow:
-                try:
-                    obj = loads(raw)
-                except orjson.JSONDecodeError:
-                    obj = None
-            if obj.__class__ is not dict:
-                obj = decode_line(raw, name, None)
-                if obj is None:
-                    continue
-            self.seen += 1
-            # The checks of `make_operation` for the usual field types; it decides the rest.
-            get = obj.get
-            index = get("index")
-            process = get("process")
-            kind = get("type")
-            f = get("f")
-            time = get("time")
-            op_type = types.get(kind) if kind.__class__ is str else None
-            if (
-                op_type is not None
-                and index.__class__ is int
-                and index >= 0
-                and (process.__class__ is int or process.__class__ is str)
-                and f.__class__ is str
-                and (time is None or time.__class__ is int)
-            ):
-                yield offset, (index, process, op_type, f, get("value"), get("key"), time)
-                continue
-            ordinal = self._base() + self.seen - 1 if "index" not in obj else 0
-            operation = make_operation(obj, ordinal, name, None, EXPECTED)
-            yield (
-                offset,
-                (
-                    operation.index,
-                    operation.process,
-                    _TYPES[operation.type.value],
-                    operation.f,
-                    operation.value,
-                    operation.key,
-                    operation.time,
-                ),
-            )
-
-    def _base(self) -> int:
-        if self.base is None:
-            count = 0
-            with open(self.handle.name, "rb") as handle:
-                remaining = self.start
-                for raw in handle:
-                    if remaining <= 0:
-                        break
-                    remaining -= len(raw)
-                    if raw.decode("utf-8", errors="replace").strip():
-                        count += 1
-            self.base = count
-        return self.base
-
-
-def _call(invocation: Op, completion: Op) -> Call:
-    kind = completion[2]
-    return new_call(
-        invocation[1],
-        invocation[3],
-        invocation[4],
-        completion[4] if kind is _OK_TYPE else None,
-        _OUTCOMES[kind],
-        invocation[0],
-        completion[0],
-        invocation[5],
-        invocation[6],
-        completion[6],
-        completion[4],
-    )
-
-
-def _open_call(invocation: Op) -> Call:
-    return new_call(
-        invocation[1],
-        invocation[3],
-        invocation[4],
-        None,
-        Outcome.INFO,
-        invocation[0],
-        None,
-        invocation[5],
-        invocation[6],
-        None,
-        None,
-    )
-
-
-def _invokes_while_open(first: Op, operation: Op, source: str) -> HistoryError:
-    return HistoryError(
-        Position(source, line=operation[0] + 1),
-        f"process {operation[1]!r} invokes {operation[3]!r} while its {first[3]!r} "
-        f"(index {first[0]}) has not completed",
-    )
-
-
-def range_calls(path: str, start: int, end: int, source: str, border: RangeBorder) -> Iterator[Call]:
-    """The calls whose invocation is on a line starting in [start, end) of a JSON Lines file:
-    together over all ranges, exactly the calls `history.pair_calls` makes of the whole file.
-    `border` collects the completions this range cannot place (see the module docstring)."""
-    for invocation, completion in range_pairs(path, start, end, source, border):
-        yield _open_call(invocation) if completion is None else _call(invocation, completion)
-
-
-def range_pairs(
-    path: str, start: int, end: int, source: str, border: RangeBorder
-) -> Iterator[tuple[Op, Op | None]]:
-    """`range_calls` as (invocation, completion or None) operations: what a call is made of,
-    for those who need not make it."""
-    with open(path, "rb") as handle:
-        position = start
-        if start > 0:
-            handle.seek(start - 1)
-            position = start - 1 + len(handle.readline())  # the line under way belongs before
-        operations = _Lines(handle, start, source).read(position)
-        pending: tuple[int, Op] | None = None
-        open_calls: dict[Any, Op] = {}
-        seen: set[Any] = set()
-        counted = 0
-        for offset, operation in operations:
-            if offset >= end:
-                pending = offset, operation
-                break
-            counted += 1
-            process = operation[1]
-            kind = operation[2]
-            if kind is _INVOKE:
-                first = open_calls.get(process)
-                if first is not None:
-                    raise _invokes_while_open(first, operation, source)
-                open_calls[process] = operation
-                seen.add(process)
-                continue
-            invocation = open_calls.pop(process, None)
-            if invocation is None:
-                if process not in seen:
-                    seen.add(process)  # may complete a call invoked before this range
-                    if kind is not _INFO_TYPE:
-                        border.orphans.append(offset)
-                    continue
-                if kind is _INFO_TYPE:
-                    continue  # e.g. a nemesis announcing a fault: not a client operation
-                raise HistoryError(
-                    Position(source, line=operation[0] + 1),
-                    f"{kind} for process {process!r} without an open invocation",
-                )
-            border.calls += 1
-            yield invocation, operation
-        border.operations += counted
-        if open_calls and pending is not None:
-            # Read on past the end: each open call ends at its process's next line.
-            for offset, operation in itertools.chain((pending,), operations):
-                invocation = open_calls.pop(operation[1], None)
-                if invocation is None:
-                    continue
-                if operation[2] is _INVOKE:
-                    raise _invokes_while_open(invocation, operation, source)
-                border.claims.append(offset)
-                border.calls += 1
-                yield invocation, operation
-                if not open_calls:
-                    break
-        for invocation in open_calls.values():
-            border.calls += 1
-            yield invocation, None
-
-
-def range_rows(
-    plan: Plan,
-    path: str,
-    start: int,
-    end: int,
-    targets: Sequence[int],
-    source: str,
-    cycles: bool = False,
-    parts: frozenset[str] | None = None,
-) -> Iterator[Row]:
-    """Stage 1 for one byte range: every piece of every call the range makes (of `parts`
-    only, when given), addressed to its part's target; for Kafka also the subscriptions (to
-    every target), the flags, and with `cycles` every data call for the cycle part; and the
-    border facts. Any error ends the range with one ERROR row."""
-    first = targets[0]
-    border = RangeBorder()
-    flags: set[str] = set()
-    if plan.model == "kafka":
-        failed = yield from _kafka_range_rows(path, start, end, targets, source, cycles, parts, border, flags)
-        if failed:
-            return
-    else:
-        try:
-            for call in range_calls(path, start, end, source, border):
-                for part, piece in split_calls(plan, (call,)):
-                    if parts is None or part in parts:
-                        yield target_of(part, targets), PIECE, part, encode_call(piece)
-        except (HistoryError, ValueError) as error:
-            yield first, ERROR, "", _error_payload(error)
-            return
-    for offset in border.orphans:
-        yield first, ORPHAN, "", b"%d" % offset
-    for offset in border.claims:
-        yield first, CLAIM, "", b"%d" % offset
-    yield first, COUNTS, "", b"%d %d" % (border.operations, border.calls)
-    if flags:
-        yield first, FLAG, "", orjson.dumps(sorted(flags))
-
-
-def _kafka_range_rows(
-    path: str,
-    start: int,
-    end: int,
-    targets: Sequence[int],
-    source: str,
-    cycles: bool,
-    parts: frozenset[str] | None,
-    border: RangeBorder,
-    flags: set[str],
-) -> Generator[Row, None, bool]:
-    """`range_rows` of a Kafka history: per key, one row holding all its pieces in the range
-    (`_piece_fields`), and the range's assign/subscribe calls in one row to every target; a
-    row per call cost more to make, ship and read than its check. Returns whether it ended
-    in an ERROR row."""
-    pieces: dict[str, list[bytes]] = {}  # key -> its pieces in this window, each as JSON
-    subscriptions: list[list[Any]] = []
-    # Every data call, for the whole-history part: their fields, pickled once per range at the
-    # end (`_pack`: trusted, exact; a JSON text per call cost more than the part's check).
-    whole: list[list[Any]] = []
-    packed: list[tuple[str, bytes]] = []
-    window = _WINDOW_CALLS
-    try:
-        for invocation, completion in range_pairs(path, start, end, source, border):
-            window -= 1
-            if not window:
-                window = _WINDOW_CALLS
-                packed.extend((key, _join_pieces(entries)) for key, entries in pieces.items())
-                pieces.clear()
-            if completion is not None and _fast_pieces(invocation, completion, pieces):
-                if cycles:
-                    whole.append(_call_fields(_call(invocation, completion)))
-                continue
-            call = _open_call(invocation) if completion is None else _call(invocation, completion)
-            f = call.f
-            if f in kafka_checker.SUBSCRIPTION_FUNCTIONS:
-                subscriptions.append(_subscription_fields(call))
-                continue
-            if f == "txn":
-                flags.add(TRANSACTIONS)
-            split = kafka_checker.split_call(call)
-            several = len(split) > 1 and call.outcome is Outcome.INFO and _sends_to_several_keys(call)
-            for key, piece in split:
-                fields = _piece_fields(piece)
-                if several:
-                    fields.append(1)
-                _add_piece(pieces, key, fields)
-            if cycles and f in kafka_checker.DATA_FUNCTIONS:
-                whole.append(_call_fields(call))
-        packed.extend((key, _join_pieces(entries)) for key, entries in pieces.items())
-        pieces.clear()
-        rows: list[Row] = []
-        addresses: dict[str, tuple[str, int]] = {}
-        for key, payload in packed:
-            address = addresses.get(key)
-            if address is None:
-                part = _part_json(key)
-                address = addresses[key] = part, target_of(part, targets)
-            if parts is None or address[0] in parts:
-                rows.append((address[1], PIECES, address[0], payload))
-        if subscriptions:
-            payload = _pack(subscriptions)
-            rows.extend((target, SUBSCRIPTIONS, "", payload) for target in targets)
-    except (HistoryError, ValueError) as error:
-        yield targets[0], ERROR, "", _error_payload(error)
-        return True
-    yield from rows
-    if whole:
-        yield target_of(CYCLES_PART, targets), WHOLE, CYCLES_PART, _pack(whole)
-    return False
-
-
-_WINDOW_CALLS: Final = 16384
-"""Stage 1 joins each key's encoded pieces into one row every this many calls, so it holds
-few small bytes objects at a time."""
-
-
-def _fast_pieces(invocation: Op, completion: Op, pieces: dict[str, list[bytes]]) -> bool:
-    """Add `split_call`'s pieces (encoded `_piece_fields`) of the calls that make up most of
-    a history - sends, a poll of string keys - read straight off the operations, to `pieces`;
-    False (and nothing added) for any other call: `split_call` then makes them. Written for
-    speed (it runs once per call): the one-key cases first."""
-    f = invocation[3]
-    given = invocation[4]
-    done = completion[4]
-    value = given if done is None else done  # what `split_call` looks at (`kafka_checker.analysed_value`)
-    key: str | None = None
-    keys: list[str] | None = None
-    if f == "send":
-        key = kafka_checker.single_send_key(value)
-        if key is None:
-            keys = kafka_checker.plain_sends(value)
-            if keys is None:
-                return False
-    elif f == "poll":
-        polled = kafka_checker.plain_poll(value)
-        if polled is None:
-            return False
-        if len(polled) == 1:
-            key = next(iter(polled))
-        elif not polled:
-            return True
-        else:
-            keys = sorted(polled)
-    else:
-        return False
-    if key is None and keys is not None and len(keys) == 1:
-        key = keys[0]
-    if key is not None:
-        _add_piece(pieces, key, [invocation[1], f, value, completion[2], invocation[0], completion[0]])
-        return True
-    assert keys is not None
-    kind = completion[2]
-    # The analysed value of each key's piece: the completion's restricted to the key (never
-    # None when the completion had a value), else the invocation's.
-    analysed = kafka_checker.restrict_each(given if done is None else done, keys)
-    several = f == "send" and kind is _INFO_TYPE  # an info call that sent to several keys
-    for key in keys:
-        fields = [invocation[1], f, analysed[key], kind, invocation[0], completion[0]]
-        if several:
-            fields.append(1)
-        _add_piece(pieces, key, fields)
-    return True
-
-
-def _add_piece(pieces: dict[str, list[bytes]], key: str, fields: list[Any]) -> None:
-    encoded = _dumps(fields)
-    entries = pieces.get(key)
-    if entries is None:
-        pieces[key] = [encoded]
-    else:
-        entries.append(encoded)
-
-
-@contextmanager
-def no_cyclic_gc() -> Iterator[None]:
-    """Run a task with the cyclic garbage collector off. Tasks allocate millions of small
-    acyclic objects (calls, their values), which reference counting frees; the collector can
-    free nothing among them, yet rescans every live one over and over (it measured a third of
-    stage 2's time, and a fifth of stage 1's)."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
-
-
-def _sends_to_several_keys(call: Call) -> bool:
-    # Only such an info call's commitment can depend on another part (rare: transactions).
-    _, sends = kafka_checker.commit_facts(call)
-    return len({key for key, _ in sends}) > 1
-
-
-def _part_json(key: str) -> str:
-    # `checking.partition_key_json` of a Kafka key (always a string), without the call
-    # (but with its fallback for what orjson cannot write: a lone surrogate).
-    try:
-        return orjson.dumps(key).decode("utf-8")
-    except TypeError:
-        return json.dumps(key)
-
-
-def internal_payload(error: BaseException, stage: str) -> bytes:
-    """An INTERNAL row's payload: what a bug in a task was, where, and its traceback."""
-    return json.dumps(
-        [type(error).__name__, str(error), stage, "".join(traceback.format_exception(error))]
-    ).encode("utf-8")
-
-
-def _error_payload(error: Exception) -> bytes:
-    if isinstance(error, HistoryError):
-        # A range knows no lines: the line of an error here is its operation's index + 1,
-        # which the engine locates in the file (`engine._located`).
-        position = error.position
-        line = position.index + 1 if position.index is not None else position.line
-        return _dumps([line, error.message])
-    return _dumps([None, str(error)])
-
-
-# ---------------------------------------------------------------------------------------
-# Stage 2: the pieces of some parts -> their results
-# ---------------------------------------------------------------------------------------
-
-
-def check_rows(
-    plan: Plan,
-    rows: Iterable[tuple[int, str, bytes]],
-    committed: frozenset[int] | None,
-    on_part: Callable[[int, int], None] | None = None,
-    pool: WorkerPool | None = None,
-    fail_fast: bool = False,
-    on_verdict: Callable[[str, int], None] | None = None,
-) -> list[OutRow]:
-    """Stage 2 for one target: check every part whose pieces are among `rows` (kind, part,
-    payload). `committed`: the info calls known to have committed (a second run), or None to
-    decide it inside each part (exact unless an info call sent to several keys). `on_part`
-    hears (number, count) before each part this process checks, `on_verdict` each part's
-    verdict as it is found. The parts are checked smallest first, in `pool`'s worker
-    processes when given (`spark_checks.parallel`), and under `fail_fast` not after the first
-    part that is invalid whatever the other parts find."""
-    parts: dict[str, list[bytes]] = defaultdict(list)
-    blobs: dict[str, list[bytes]] = defaultdict(list)
-    multi_info: dict[str, list[bytes]] = defaultdict(list)
-    whole: dict[str, list[bytes]] = defaultdict(list)
-    subscriptions: dict[int, Call] = {}
-    out: list[OutRow] = []
-    orphans: set[bytes] = set()
-    claims: set[bytes] = set()
-    for kind, part, payload in rows:
-        if kind == PIECES:
-            blobs[part].append(payload)
-        elif kind == PIECE:
-            parts[part].append(payload)
-        elif kind == WHOLE:
-            whole[part].append(payload)
-        elif kind == MULTI_INFO_PIECE:
-            parts[part].append(payload)
-            multi_info[part].append(payload)
-        elif kind == SUBSCRIPTIONS:
-            for fields in _unpack(payload):
-                call = _call_from_fields(fields)
-                subscriptions[call.invoke_index] = call  # one copy, should targets ever share a task
-        elif kind == SUBSCRIPTION:
-            call = decode_call(payload)
-            subscriptions[call.invoke_index] = call
-        elif kind == ORPHAN:
-            orphans.add(payload)
-        elif kind == CLAIM:
-            claims.add(payload)
-        else:
-            out.append((kind, payload))  # FLAG, COUNTS and ERROR go through to the driver
-    unclaimed = orphans - claims
-    if unclaimed:
-        offset = min(int(payload) for payload in unclaimed)
-        message = f"a completion without an open invocation (byte {offset})"
-        out.append((ERROR, orjson.dumps([None, message])))
-    if any(kind in (ERROR, INTERNAL) for kind, _ in out):
-        return out
-    try:
-        calls = _Parts(parts, blobs, multi_info, whole)
-        out.extend(
-            _check_parts(
-                plan, calls, list(subscriptions.values()), committed, on_part, pool, fail_fast, on_verdict
-            )
-        )
-    except (HistoryError, ValueError) as error:
-        out.append((ERROR, _error_payload(error)))
-    return out
-
-
-class _Parts:
-    """The pieces a stage-2 task got, still encoded: each part is decoded when its turn comes
-    and dropped after, so a task holds one part's calls at a time."""
-
-    def __init__(
-        self,
-        single: dict[str, list[bytes]],
-        blobs: dict[str, list[bytes]],
-        multi_info: dict[str, list[bytes]],
-        whole: dict[str, list[bytes]] | None = None,
-    ) -> None:
-        self.single = single  # part -> one encoded call each (`encode_call`)
-        self.whole = whole or {}  # the whole-history part -> pickled lists of call fields (WHOLE)
-        self.blobs = blobs  # Kafka part -> lists of pieces (`_piece_fields`)
-        self.multi_info = multi_info  # part -> its MULTI_INFO_PIECE calls, encoded
-
-    def names(self) -> list[str]:
-        return sorted(self.single.keys() | self.blobs.keys() | self.whole.keys())
-
-    def take_encoded(self, part: str) -> EncodedPart:
-        """The part's pieces, still encoded (to be decoded by `decode_part`, anywhere)."""
-        return (
-            self.single.pop(part, []),
-            self.whole.pop(part, []),
-            self.blobs.pop(part, []),
-            self.multi_info.get(part, []),
-        )
-
-    def take(self, part: str) -> tuple[list[Call], set[int]]:
-        """The part's calls, and the invocation indices of its multi-key info calls."""
-        return decode_part(part, self.take_encoded(part))
-
-
-EncodedPart = tuple[list[bytes], list[bytes], list[bytes], list[bytes]]
-"""A part's pieces as stage 2 got them: single calls, whole-history lists, Kafka piece
-blobs, multi-key info calls (`_Parts`)."""
-
-
-def encoded_size(encoded: EncodedPart) -> int:
-    """A part's encoded bytes: how much checking it is likely to cost (small parts go first)."""
-    return sum(len(payload) for pieces in encoded for payload in pieces)
-
-
-def decode_part(part: str, encoded: EncodedPart) -> tuple[list[Call], set[int]]:
-    """A part's calls, and the invocation indices of its multi-key info calls."""
-    single, whole, blobs, multi_info = encoded
-    calls = [decode_call(payload) for payload in single]
-    for payload in whole:
-        calls.extend(_call_from_fields(fields) for fields in _unpack(payload))
-    several = {decode_call(payload).invoke_index for payload in multi_info}
-    if blobs:
-        key = json.loads(part)  # once per part; orjson refuses the escape of a lone surrogate
-        make = new_call
-        outcomes = _OUTCOME_BY_CODE
-        for blob in blobs:
-            entries = _loads(blob)
-            # `_piece_from_fields` of each, inline (once per piece of the history).
-            calls.extend(
-                [
-                    make(
-                        e[0],
-                        e[1],
-                        None,
-                        e[2] if e[3] == "ok" else None,
-                        outcomes[e[3]],
-                        e[4],
-                        e[5],
-                        key,
-                        None,
-                        None,
-                        e[2],
-                    )
-                    for e in entries
-                ]
-            )
-            several.update(fields[4] for fields in entries if len(fields) > 6)
-    return calls, several
-
-
-def _check_parts(
-    plan: Plan,
-    parts: _Parts,
-    subscriptions: list[Call],
-    committed: frozenset[int] | None,
-    on_part: Callable[[int, int], None] | None = None,
-    pool: WorkerPool | None = None,
-    fail_fast: bool = False,
-    on_verdict: Callable[[str, int], None] | None = None,
-) -> Iterator[OutRow]:
-    kafka = plan.model == "kafka"
-    context = KafkaContext()
-    if kafka:
-        subscriptions.sort(key=lambda call: call.invoke_index)
-        context = KafkaContext(
-            subscriptions=tuple(subscriptions),
-            sub_via=tuple(sorted({call.f for call in subscriptions if call.outcome is not Outcome.FAIL})),
-            committed_info=committed or frozenset(),
-            has_transactions=CYCLES_PART in parts.names(),
-            prepared=kafka_checker.Assignments(subscriptions),
-        )
-    names = parts.names()
-    encoded = [(part, parts.take_encoded(part)) for part in names]
-    tasks = [Task(encoded_size(pieces), _part_rows, (part, pieces), name=part) for part, pieces in encoded]
-    pool = worth_workers(pool, sum(task.size for task in tasks), PARALLEL_MIN_BYTES)
-    if pool is not None:
-        plan = replace(plan, budget=searches_budget(plan.budget, pool, len(names)))
-    started = 0
-
-    def on_start(_index: int) -> None:
-        nonlocal started
-        started += 1
-        if on_part is not None:
-            on_part(started, len(names))
-
-    def stopped(index: int, stop: Stop) -> PartRows:
-        part, pieces = encoded[index]
-        count = len(decode_part(part, pieces)[0])
-        result = unchecked_result(plan, part, count, stop_reason(stop))
-        return result.verdict.value, False, [(RESULT, _dumps(result_to_row(result)))]
-
-    def done(_index: int, rows: PartRows) -> None:
-        if on_verdict is not None:
-            on_verdict(rows[0], len(names))
-
-    answers = (pool or WorkerPool()).run(
-        tasks,
-        shared=(plan, context, committed),
-        is_invalid=_finally_invalid,
-        stopped=stopped,
-        fail_fast=fail_fast,
-        deadline=plan.budget.deadline,
-        on_done=done,
-        on_start=on_start,
-    )
-    for _, _, rows in answers:
-        yield from rows
-
-
-PartRows = tuple[str, bool, list[OutRow]]
-"""A part's verdict, whether it is invalid whatever other parts find (no info call it
-assumed uncommitted is left undecided), and its stage-2 rows."""
-
-
-def _finally_invalid(rows: PartRows) -> bool:
-    return rows[1]
-
-
-def _part_rows(
-    shared: tuple[Plan, KafkaContext, frozenset[int] | None],
-    part: str,
-    pieces: EncodedPart,
-    task: TaskContext,
-) -> PartRows:
-    """Check one part from its encoded pieces (here or in a worker process)."""
-    plan, context, committed = shared
-    calls, several = decode_part(part, pieces)
-    if plan.model == "kafka":
-        if committed is None and part != CYCLES_PART:
-            result, own = check_key_deciding_commits(plan, context, part, calls)
-            rows: list[OutRow] = []
-            if own:
-                rows.append((COMMITTED, orjson.dumps(sorted(own))))
-            undecided = several - own
-            if undecided:
-                rows.append((UNDECIDED, _dumps([part, sorted(undecided)])))
-            rows.append((RESULT, _dumps(result_to_row(result))))
-            invalid = result.verdict is Verdict.INVALID
-            return result.verdict.value, invalid and not undecided, rows
-        plan = plan.with_kafka_context(context)
-    checked = check_part(plan, part, calls, parts_left=task.share)
-    invalid = checked.verdict is Verdict.INVALID
-    return checked.verdict.value, invalid, [(RESULT, _dumps(result_to_row(checked)))]
-
-
-# ---------------------------------------------------------------------------------------
-# The driver: what came back
-# ---------------------------------------------------------------------------------------
-
-
 @dataclass
 class Gathered:
     """Stage 2's rows, sorted out on the driver."""
 
     results: list[CheckResult] = field(default_factory=list)
-    errors: list[tuple[int | None, str]] = field(default_factory=list)
+    errors: list[tuple[str, str, int]] = field(default_factory=list)  # problem, message, index
     committed: set[int] = field(default_factory=set)
-    flags: set[str] = field(default_factory=set)
     undecided: dict[str, set[int]] = field(default_factory=dict)
-    internal: list[tuple[str, str, str, str]] = field(default_factory=list)  # INTERNAL rows
-    operations: int = 0  # in the history (lines)
-    calls: int = 0  # in the history (paired operations, and invocations never completed)
 
     def recheck(self) -> frozenset[str]:
         """Parts whose verdict assumed an info call had not committed that another part saw
@@ -1049,39 +977,23 @@ class Gathered:
         return frozenset(part for part, calls in self.undecided.items() if calls & self.committed)
 
     def replace(self, again: Gathered) -> None:
-        """Take the second run's results over the first's (same parts), and its errors (the
-        counts stay the first run's: it read the whole history)."""
+        """Take the second run's results over the first's (same parts), and its errors."""
         redone = {result.partition for result in again.results}
         self.results = [r for r in self.results if r.partition not in redone] + again.results
         self.errors.extend(again.errors)
 
-    def first_error(self) -> tuple[int | None, str] | None:
-        """The error on the earliest line (errors without a line last)."""
-        if not self.errors:
-            return None
-        return min(self.errors, key=lambda error: (error[0] is None, error[0] or 0, error[1]))
-
 
 def gather(rows: Iterable[OutRow]) -> Gathered:
-    """Sort stage 2's rows into results, errors, committed info calls and flags."""
+    """Sort stage 2's rows into results, errors and committed info calls."""
     gathered = Gathered()
     for kind, payload in rows:
-        if kind == COUNTS:
-            operations, calls = payload.split()
-            gathered.operations += int(operations)
-            gathered.calls += int(calls)
-            continue
-        value: JsonValue = _loads(payload)
+        value: Any = loads(payload)
         if kind == RESULT:
             gathered.results.append(row_to_result(value))
         elif kind == ERROR:
-            gathered.errors.append((value[0], value[1]))
-        elif kind == INTERNAL:
-            gathered.internal.append((value[0], value[1], value[2], value[3]))
+            gathered.errors.append((value[0], value[1], value[2] if len(value) > 2 else 0))
         elif kind == COMMITTED:
             gathered.committed.update(value)
-        elif kind == FLAG:
-            gathered.flags.update(value)
         elif kind == UNDECIDED:
             gathered.undecided[value[0]] = set(value[1])
     return gathered

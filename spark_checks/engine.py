@@ -1,21 +1,25 @@
-"""The verification engines: the same split-and-check, in this process or on Spark.
+"""The verification engines: the same stages, in this process or on Spark.
 
 `verify_history(path, options)` reads a history, decides the model, and checks every
-independent part:
+independent part. Both engines run `spark_checks.distributed`'s stages: stage 1 reads a split
+of the file, pairs the calls it holds and splits them into per-part pieces; border pairing
+pairs the calls that cross splits; stage 2 checks each part (`checking.check_part`). So
+neither the engine, the format nor `--report` changes which code checks a history.
 
-* `local`: a JSON Lines file goes through the Spark engine's two stages in this process, as
-  one byte range and one target (`verify_lines_here`): it holds the history's pieces
-  encoded, decoding one part at a time. Other formats (and `keep_history`, `general`) take
-  the general path: operations stream from the reader, are paired into calls (`pair_calls`)
-  and bucketed by part, and each part is checked here, holding every call in memory.
-* `spark`: the driver never holds the history. One job with one shuffle: a task per byte
-  range of the JSON Lines file reads, pairs and splits its calls into per-part pieces; a
-  task per group of parts checks them with the same `checking.check_part`; only per-part
-  results come back (`spark_checks.distributed` holds the tasks' code and says why it is
-  shaped so). Other formats are first streamed through their reader into JSON Lines. The
-  Python work per operation is what costs: rows cross between stages as Arrow batches of
-  compact JSON bytes, never as pandas rows.
-* `auto`: `spark` for files over `AUTO_SPARK_BYTES`, `local` otherwise.
+* `local` (`verify_here`): the stages in this process, the whole file as one split; the
+  parts are checked in worker processes (`spark_checks.parallel`). A JSON Lines file is read
+  by the stages' own line reader, any other format (and a history kept for `--report`'s
+  timeline) through its reader's operations.
+* `spark` (`verify_spark`): the history is read by Spark's data sources (`spark_read`), so
+  any URI Spark reads works and the driver never opens it; stage 1 runs per split Spark
+  makes, border pairing after a shuffle of the border rows by process, the few whole-history
+  facts (the assign/subscribe calls) are gathered and broadcast, and stage 2 runs per group
+  of parts after a shuffle by part. Only results reach the driver.
+* `auto`: `spark` for files over `AUTO_SPARK_BYTES` (and URIs only Spark reads), else `local`.
+
+Bad input is named as the local reader names it (file and line, or Parquet row): a line's
+error by its position; an error found in a call, or a value a model refuses, by reading the
+history again on that path only (on Spark, in a task that reads the file whole).
 
 Spark runs `local[2]` unless `master` names a cluster; see `spark_session`.
 """
@@ -23,9 +27,9 @@ Spark runs `local[2]` unless `master` names a cluster; see `spark_session`.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import os
-import tempfile
 import threading
 import time
 import uuid
@@ -37,7 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from reference.models import resolve_conventions
-from spark_checks import distributed, linearizability, maelstrom_kafka, readers, vacuous
+from spark_checks import distributed, linearizability, maelstrom_kafka, readers, uris, vacuous
 from spark_checks.checking import (
     CYCLES_PART,
     Budget,
@@ -51,7 +55,6 @@ from spark_checks.checking import (
     split_calls,
 )
 from spark_checks.history import (
-    UNNAMED,
     Call,
     CheckResult,
     HistoryError,
@@ -73,13 +76,13 @@ AUTO_SPARK_BYTES = 256 * 1024 * 1024
 ENGINES = ("auto", "local", "spark")
 
 RANGE_BYTES = 16 * 1024 * 1024
-"""Stage 1 reads the history in byte ranges of about this size (one task each): small enough
-that every core stays busy, large enough that per-task costs do not matter."""
+"""Spark splits a history into splits of about this size for stage 1, one task each
+(`spark.sql.files.maxPartitionBytes` while the engine runs): small enough that every core
+stays busy, large enough that per-task costs do not matter."""
 
 TARGET_BYTES = 128 * 1024 * 1024
-"""Stage 2 has a task per this many bytes of history (at least one per core). Fewer than
-stage 1: every stage-2 task reads every assign/subscribe call of the history, and a task
-holds its pieces encoded (a fraction of the history's size), decoding one part at a time."""
+"""Stage 2 has a task per this many bytes of history (at least one per core): a task holds
+its parts' pieces encoded (a fraction of the history's size), decoding one part at a time."""
 
 
 @dataclass(frozen=True)
@@ -131,10 +134,13 @@ def _plan(options: VerifyOptions, info: readers.SourceInfo, sample: list[Operati
 
 
 def choose_engine(path: Path, engine: str) -> str:
-    """Resolve `auto` by the file's size."""
+    """Resolve `auto` by the file's size (a URI only Spark reads, or a missing file: Spark's
+    and the local engine's to report)."""
     if engine != "auto":
         return engine
-    return "spark" if path.stat().st_size > AUTO_SPARK_BYTES else "local"
+    if uris.is_remote(str(path)):
+        return "spark"
+    return "spark" if path.is_file() and path.stat().st_size > AUTO_SPARK_BYTES else "local"
 
 
 def verify_history(
@@ -155,58 +161,62 @@ def verify_history(
     in this process without one), smallest first, and with `options.fail_fast` stops at the
     first invalid part.
 
-    The local engine checks a JSON Lines file with the distributed stages in this process
-    (`verify_lines_here`), and any other input, or with `keep_history` or `general`, through
-    the format's reader and call objects (`verify_local`): the general path, against which
-    the stages are tested."""
-    file = Path(path)
+    Both engines run the same stages (`spark_checks.distributed`): the local one in this
+    process over the file as one split (`verify_here`), the Spark one in Spark tasks over the
+    splits Spark makes (`verify_spark`: `path` may be any URI Spark reads, and the driver
+    never opens it). `general` reads a JSON Lines file through its reader's operations, as
+    every other format is read, rather than its fast line reader (`distributed.jsonl_ops`)."""
     where = whereabouts if whereabouts is not None else Whereabouts()
     where.start(str(path))
+    engine = choose_engine(Path(path), options.engine)
+    if engine == "spark":
+        return verify_spark_history(str(path), options, spark, progress)
+    file = Path(path)
     if not file.is_file():
         raise HistoryError(Position(str(path)), "no such file")
-    engine = choose_engine(file, options.engine)
-    if pool is not None and engine == "local" and file.stat().st_size >= EARLY_START_BYTES:
+    if pool is not None and file.stat().st_size >= EARLY_START_BYTES:
         pool.start()  # before the history is read (see `WorkerPool.start`)
     started = time.perf_counter()
     info, operations = readers.open_history(file, options.fmt)
     sample = list(itertools.islice(operations, 2000))
     if not sample:  # nothing recorded: unknown, whatever the model (see spark_checks.vacuous)
-        return _empty_report(file, info, options, engine, time.perf_counter() - started)
+        return _empty_report(str(file), info, options, engine, time.perf_counter() - started)
     plan = _plan(options, info, sample)
-    stream: Iterator[Operation] = itertools.chain(sample, operations)
-    kept: list[Operation] | None = None
-    try:
-        if engine == "local" and info.format == "jsonl" and not (keep_history or general):
-            checked = verify_lines_here(plan, file, info, progress, where, pool, options.fail_fast)
-        elif engine == "local":
-            if keep_history:
-                kept = []
-                stream = _tee_into(stream, kept)
-            checked = verify_local(plan, stream, str(file), progress, where, pool, options.fail_fast)
-        else:
-            checked = verify_spark(
-                plan, file, info, stream, spark, options.master, progress, options.spark_range_bytes
-            )
-    except HistoryError as error:
-        raise _located(error, file, info.format) from None
-    except ValueError:
-        bad = _first_bad_value(file, info.format, plan)
-        if bad is None:
-            raise
-        raise bad from None
+    kept: list[Operation] | None = [] if keep_history else None
+    checked = verify_here(plan, file, info, progress, where, pool, options.fail_fast, kept, general)
+    return _report(
+        str(file), info, plan, engine, checked, started, kept, lambda: _functions(file, info.format)
+    )
+
+
+def _functions(file: Path, fmt: str) -> tuple[str, ...]:
+    return vacuous.history_functions(file, fmt)
+
+
+def _report(
+    source: str,
+    info: readers.SourceInfo,
+    plan: Plan,
+    engine: str,
+    checked: Checked,
+    started: float,
+    kept: list[Operation] | None,
+    functions: Callable[[], tuple[str, ...]],
+) -> HistoryReport:
+    """The report of a checked history; a vacuous check is bad input (`spark_checks.vacuous`:
+    `functions` reads the history's functions, on that path only)."""
     results = checked.results
     shown_model = maelstrom_kafka.report_model(plan.model, plan.conventions)
     if plan.model == "kafka" and all(result.partition != CYCLES_PART for result in results):
-        functions = vacuous.history_functions(file, info.format)
-        if not vacuous.kafka_checks_some(functions):
-            raise vacuous.vacuous_check_error(file, shown_model, functions, kafka=True)
+        named = functions()
+        if not vacuous.kafka_checks_some(named):
+            raise vacuous.vacuous_check_error(source, shown_model, named, kafka=True)
         # No data call: the whole-history part still answers (Elle's empty-transaction-graph).
         results = [*results, check_part(plan, CYCLES_PART, [])]
     elif not results:
-        functions = vacuous.history_functions(file, info.format)
-        raise vacuous.vacuous_check_error(file, plan.model, functions, kafka=False)
+        raise vacuous.vacuous_check_error(source, plan.model, functions(), kafka=False)
     return HistoryReport(
-        path=str(file),
+        path=source,
         format=info.format,
         model=shown_model,
         engine=engine,
@@ -223,7 +233,7 @@ def verify_history(
 
 
 def _empty_report(
-    file: Path, info: readers.SourceInfo, options: VerifyOptions, engine: str, seconds: float
+    file: str, info: readers.SourceInfo, options: VerifyOptions, engine: str, seconds: float
 ) -> HistoryReport:
     """The report on a history without operations: `unknown` (`spark_checks.vacuous`)."""
     model = options.model if options.model != "auto" else "none"
@@ -243,50 +253,89 @@ class Checked:
     calls: int
 
 
-def _tee_into(stream: Iterable[Operation], sink: list[Operation]) -> Iterator[Operation]:
-    for operation in stream:
-        sink.append(operation)
-        yield operation
-
-
 # ---------------------------------------------------------------------------------------
-# Local engine
+# Local engine: the stages in this process
 # ---------------------------------------------------------------------------------------
 
 
-def verify_local(
+def verify_here(
     plan: Plan,
-    operations: Iterable[Operation],
-    source: str,
+    file: Path,
+    info: readers.SourceInfo,
     progress: ProgressCallback | None = None,
     whereabouts: Whereabouts | None = None,
     pool: WorkerPool | None = None,
     fail_fast: bool = False,
+    kept: list[Operation] | None = None,
+    general: bool = False,
 ) -> Checked:
-    """Pair and split in this process; check the parts here or in `pool`'s workers."""
+    """The local engine: the Spark engine's stages (`spark_checks.distributed`) run in this
+    process over the file as one split, the parts checked in `pool`'s worker processes when
+    given. A JSON Lines file is read by the stages' line reader (`distributed.jsonl_ops`),
+    unless `general` or `kept` (which collects the operations, for the report's timeline):
+    then, as every other format, through its reader's operations; the stages after reading
+    are the same (`test_engine` compares the two readings)."""
+    source = str(file)
+
+    def splits() -> Iterator[tuple[int, Iterable[tuple[int, distributed.Op]]]]:
+        if info.format == "jsonl" and kept is None and not general:
+            with open(file, "rb") as handle:
+                chunks = iter(lambda: handle.readlines(LOCAL_CHUNK_BYTES), [])
+                yield 0, distributed.jsonl_ops(chunks, source, 1, 0)
+            return
+        yield (
+            0,
+            (
+                (
+                    position.line if position.line is not None else position.row or 0,
+                    distributed.operation_op(operation),
+                )
+                for operation, position in _kept(readers.operation_positions(file, info.format), kept)
+            ),
+        )
+
+    def job(
+        committed: frozenset[int] | None, parts: frozenset[str] | None, facts: distributed.Facts
+    ) -> distributed.Gathered:
+        if parts is None:
+            if progress is not None:
+                progress("reading, pairing and splitting")
+            for kind, part, split, line, payload in distributed.stage1_rows(plan, splits(), source):
+                if kind == distributed.CALLS:
+                    pieces[part].append(payload)
+                else:
+                    facts.add(kind, split, line, payload)
+            _raise_input_error(facts, source, info.format, plan, _LocalFile(file, info.format))
+
+        def on_part(number: int, count: int) -> None:
+            if whereabouts is not None:
+                whereabouts.part = f"{number}/{count}"
+            if progress is not None:
+                progress(f"part {number}/{count}")
+
+        chosen = pieces if parts is None else {part: pieces[part] for part in parts}
+        tally = Tally(0, progress)
+        rows = distributed.check_rows(
+            plan, facts.context(), chosen, committed, on_part, pool, fail_fast, tally.verdict
+        )
+        return distributed.gather(rows)
+
+    pieces: dict[str, list[bytes]] = defaultdict(list)
     with distributed.no_cyclic_gc():
-        where = whereabouts or Whereabouts()
-        return _verify_local(plan, operations, source, progress, where, pool, fail_fast)
+        return _jobs(plan, job, source, info.format, _LocalFile(file, info.format), progress)
 
 
-def _verify_local(
-    plan: Plan,
-    operations: Iterable[Operation],
-    source: str,
-    progress: ProgressCallback | None,
-    whereabouts: Whereabouts,
-    pool: WorkerPool | None,
-    fail_fast: bool,
-) -> Checked:
-    counted = _Counted(operations, whereabouts)
-    calls = list(pair_calls(counted, source))
-    try:
-        return _check_calls(plan, calls, counted.count, progress, whereabouts, pool, fail_fast)
-    except HistoryError as error:
-        if error.position.file != UNNAMED:
-            raise
-        # A checker names no file (it sees calls, not lines): this is the history's.
-        raise HistoryError(replace(error.position, file=source), error.message) from None
+LOCAL_CHUNK_BYTES: Final = 1 << 20
+"""The local engine reads a JSON Lines file this many bytes of lines at a time."""
+
+
+def _kept(
+    positions: Iterator[tuple[Operation, Position]], kept: list[Operation] | None
+) -> Iterator[tuple[Operation, Position]]:
+    for operation, position in positions:
+        if kept is not None:
+            kept.append(operation)
+        yield operation, position
 
 
 def _check_calls(
@@ -322,145 +371,249 @@ def _check_calls(
     return Checked(results, operations, len(calls))
 
 
-class _Counted:
-    """An iterable of operations that counts them as they go by (and says where it is)."""
-
-    def __init__(self, operations: Iterable[Operation], whereabouts: Whereabouts) -> None:
-        self.operations = operations
-        self.whereabouts = whereabouts
-        self.count = 0
-
-    def __iter__(self) -> Iterator[Operation]:
-        whereabouts = self.whereabouts
-        for operation in self.operations:
-            self.count += 1
-            whereabouts.operation_index = operation.index
-            yield operation
-
-
 def _clip(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ---------------------------------------------------------------------------------------
+# What both engines do with what the stages found
+# ---------------------------------------------------------------------------------------
+
+
+Job = Callable[[frozenset[int] | None, frozenset[str] | None, distributed.Facts], distributed.Gathered]
+"""One check of a history's parts: given the info calls known to have committed (None: decide
+per part) and the parts to check (None: read the history first, filling the facts, and check
+them all)."""
+
+
+class _History:
+    """Where the error paths read the history again, whole: `ask(path)` of a local copy."""
+
+    def answer(self, ask: Callable[[Path], Any]) -> Any:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class _LocalFile(_History):
+    file: Path
+    fmt: str
+
+    def answer(self, ask: Callable[[Path], Any]) -> Any:
+        return ask(self.file)
+
+
+@dataclass(frozen=True)
+class _SparkFile(_History):
+    session: SparkSession
+    uri: str
+    source: str
+
+    def answer(self, ask: Callable[[Path], Any]) -> Any:
+        from spark_checks.spark_read import whole_file_answer
+
+        return whole_file_answer(self.session, self.uri, self.source, lambda path: ask(Path(path)))
+
+
+def _jobs(
+    plan: Plan, job: Job, source: str, fmt: str, history: _History, progress: ProgressCallback | None
+) -> Checked:
+    """Check every part, and for a Kafka history check again the parts that assumed an info
+    call had not committed which another part saw commit (`distributed.Gathered.recheck`)."""
+    facts = distributed.Facts()
+    gathered = job(None, None, facts)
+    _raise_check_error(gathered, source, fmt, plan, history)
+    again = gathered.recheck()
+    if plan.model == "kafka" and again:
+        if progress is not None:
+            progress(f"checking {len(again)} parts again with the cross-key facts")
+        second = job(frozenset(gathered.committed), again, facts)
+        _raise_check_error(second, source, fmt, plan, history)
+        gathered.replace(second)
+    return Checked(sorted(gathered.results, key=_result_order), facts.operations, facts.calls)
+
+
+def _raise_input_error(
+    facts: distributed.Facts,
+    source: str,
+    fmt: str,
+    plan: Plan,
+    history: _History,
+    starts: Callable[[], distributed.Starts] | None = None,
+) -> None:
+    """Raise the first bad input the stages met, as the local reader names it: a line (its
+    number counted from its split's start unless `starts` is None: then lines are the
+    file's), the operation of an index, or the first call a model refuses."""
+    first = facts.first_error()
+    if first is None:
+        return
+    split, line, problem, message = first
+    if problem == distributed.Problem.BUG:
+        raise SparkTaskError.from_payload(message)
+    if problem == distributed.Problem.LINE:
+        if starts is not None:
+            line = starts()[split][0] + line - 1
+        position = Position(source, row=line) if fmt == "parquet" else Position(source, line=line)
+        raise HistoryError(position, message)
+    if problem == distributed.Problem.INDEX:
+        raise HistoryError(_locate(history, source, fmt, line), message)
+    bad = history.answer(lambda path: _where_and_why(_first_bad_value(path, fmt, plan)))
+    if bad is None:
+        raise ValueError(message)
+    raise HistoryError(replace(bad[0], file=source), bad[1])
+
+
+def _where_and_why(error: HistoryError | None) -> tuple[Position, str] | None:
+    # A HistoryError does not pickle (its own __init__): its parts travel back from a task.
+    return None if error is None else (error.position, error.message)
+
+
+def _raise_check_error(
+    gathered: distributed.Gathered, source: str, fmt: str, plan: Plan, history: _History
+) -> None:
+    """Raise the error a check found, as the local engine names it (a bug: `SparkTaskError`)."""
+    facts = distributed.Facts()
+    for problem, message, index in gathered.errors:
+        facts.errors.append((0, index, problem, message))
+    _raise_input_error(facts, source, fmt, plan, history)
+
+
+def _locate(history: _History, source: str, fmt: str, index: int) -> Position:
+    """Where the operation with `index` was read (error paths only)."""
+    position = history.answer(lambda path: _position_of(path, fmt, index))
+    return replace(position, file=source) if isinstance(position, Position) else Position(source, index=index)
 
 
 # ---------------------------------------------------------------------------------------
 # Spark engine
 # ---------------------------------------------------------------------------------------
 
-STAGE1_SCHEMA = "target long, kind int, part string, payload binary"
-STAGE2_SCHEMA = "kind int, payload binary"
 
+def verify_spark_history(
+    path: str, options: VerifyOptions, spark: SparkSession | None, progress: ProgressCallback | None
+) -> HistoryReport:
+    """`verify_history` on Spark: the history at `path` (a local path or any URI Spark reads)
+    is read by Spark alone; its format comes from `--format`, the extension or its first
+    lines, which Spark reads (`spark_read.head`)."""
+    from spark_checks.spark_read import head, whole_file_answer
+    from spark_checks.spark_session import spark_session
 
-CommittedInfo = frozenset[int] | None
-PartNames = frozenset[str] | None
-Job = Callable[[CommittedInfo, bool, PartNames], distributed.Gathered]
-"""One pass of the distributed stages over a whole history: given the info calls known to
-have committed (None: decide per part), whether to gather every data call for the cycle
-part, and the parts to check (None: all)."""
+    started = time.perf_counter()
+    uri = uris.spark_uri(path)
+    local = None if uris.is_remote(path) else Path(path)
+    size = local.stat().st_size if local is not None and local.is_file() else 0
+    session = spark if spark is not None else spark_session(options.master, history_bytes=size)
+    info, sample, needs_ordinals = head(session, uri, path, options.fmt)
+    if not sample:
+        return _empty_report(path, info, options, "spark", time.perf_counter() - started)
+    plan = _plan(options, info, sample)
+    checked = verify_spark(
+        plan, uri, path, info.format, session, progress, options.spark_range_bytes, needs_ordinals
+    )
+
+    def functions() -> tuple[str, ...]:
+        return cast(
+            "tuple[str, ...]",
+            whole_file_answer(session, uri, path, lambda copy: vacuous.history_functions(copy, info.format)),
+        )
+
+    return _report(path, info, plan, "spark", checked, started, None, functions)
 
 
 def verify_spark(
     plan: Plan,
-    file: Path,
-    info: readers.SourceInfo,
-    operations: Iterable[Operation],
-    spark: SparkSession | None = None,
-    master: str | None = None,
+    uri: str,
+    source: str,
+    fmt: str,
+    session: SparkSession,
     progress: ProgressCallback | None = None,
     range_bytes: int = RANGE_BYTES,
+    needs_ordinals: bool = False,
 ) -> Checked:
-    """Pair, split and check on Spark (`spark_checks.distributed`); only results come back.
+    """Read, pair, split and check on Spark (`spark_read`'s frames over `distributed`'s
+    stages): stage 1 per split of the file (persisted), the border pairing by process, the
+    small facts gathered and broadcast, stage 2 by part; only results reach the driver."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as sql
 
-    JSON Lines are read by the tasks themselves; other formats are first streamed through
-    their reader into a temporary JSON Lines file. Either way the file must be readable at the
-    same path by every executor, as for any Spark job reading a local path."""
-    from spark_checks.spark_session import spark_session
+    from spark_checks import spark_read
     from spark_checks.user_models import ship_to_spark
 
-    session = spark if spark is not None else spark_session(master, history_bytes=file.stat().st_size)
     ship_to_spark(session, plan.model)  # a user's model (MODULE:CLASS): its module goes to the executors
-    with tempfile.TemporaryDirectory(prefix="kafkaspec-") as folder:
-        lines = file
-        if info.format != "jsonl":
-            lines = Path(folder) / "history.jsonl"
-            readers.write_jsonl(lines, operations)
-        size = lines.stat().st_size
-        cores = session.sparkContext.defaultParallelism
-        ranges = distributed.byte_ranges(size, max(cores, math.ceil(size / range_bytes)))
-        targets = _target_values(session, max(cores, math.ceil(size / TARGET_BYTES)))
-        if progress is not None:
-            progress(f"pairing, splitting and checking in {len(ranges)} + {len(targets)} tasks")
+    key = "spark.sql.files.maxPartitionBytes"
+    before = session.conf.get(key, None)
+    session.conf.set(key, str(range_bytes))
+    cores = session.sparkContext.defaultParallelism
+    persisted: list[Any] = []
+    counted: dict[str, distributed.Starts] = {}
 
-        def job(committed: CommittedInfo, cycles: bool, parts: PartNames) -> distributed.Gathered:
-            doing = "pairing, splitting and checking" if parts is None else "checking parts again"
-            with _task_progress(session, progress, doing):
-                return _run(session, plan, str(lines), str(file), ranges, targets, committed, cycles, parts)
+    def starts() -> distributed.Starts:
+        if "starts" not in counted:
+            counted["starts"] = spark_read.count_starts(session, uri, fmt)
+        return counted["starts"]
 
-        return _jobs(plan, job, file, info, progress)
+    history = _SparkFile(session, uri, source)
+    calls_frame: list[Any] = []
+    targets = [cores]  # stage 2's tasks, once the splits are known
 
+    def job(
+        committed: frozenset[int] | None, parts: frozenset[str] | None, facts: distributed.Facts
+    ) -> distributed.Gathered:
+        if parts is None:
+            calls_frame.append(_read_on_spark(facts))
+        calls = calls_frame[0]
+        if parts is not None:
+            calls = calls.where(sql.col("part").isin(sorted(parts)))
+        shared = session.sparkContext.broadcast(replace(facts, errors=[]))
+        rows = spark_read.check_frame(calls, plan, shared, committed, targets[0]).collect()
+        return distributed.gather((row["kind"], bytes(row["payload"])) for row in rows)
 
-def _jobs(
-    plan: Plan, job: Job, file: Path, info: readers.SourceInfo, progress: ProgressCallback | None
-) -> Checked:
-    """Run the distributed stages: one pass, and for a Kafka history a second over the parts
-    that need the cross-key facts the first pass gathered (see `spark_checks.distributed`)."""
-    # A Kafka history's whole-history part (every data call) is checked in the first pass:
-    # it decides which info sends committed by itself.
-    gathered = job(None, plan.model == "kafka", None)
-    _raise_first_error(gathered, file, info, plan)
-    again = gathered.recheck()
-    if plan.model == "kafka" and again:
-        if progress is not None:
-            progress(f"checking {len(again)} parts again with the cross-key facts")
-        second = job(frozenset(gathered.committed), False, again)
-        _raise_first_error(second, file, info, plan)
-        gathered.replace(second)
-    return Checked(sorted(gathered.results, key=_result_order), gathered.operations, gathered.calls)
-
-
-def verify_lines_here(
-    plan: Plan,
-    file: Path,
-    info: readers.SourceInfo,
-    progress: ProgressCallback | None,
-    whereabouts: Whereabouts | None = None,
-    pool: WorkerPool | None = None,
-    fail_fast: bool = False,
-) -> Checked:
-    """The local engine for a JSON Lines file: the Spark engine's two stages, run in this
-    process over the whole file as one range and one target. Their reading, pairing and
-    splitting are tuned for speed (2x the general path's operations/s, measured side by side
-    on Kafka histories), and the calls stay encoded until their part is checked, so this
-    process holds about a quarter of the memory the general path's call objects need. The
-    parts are checked in `pool`'s worker processes when given."""
-    source = str(file)
-    size = file.stat().st_size
-
-    def job(committed: CommittedInfo, cycles: bool, parts: PartNames) -> distributed.Gathered:
-        if progress is not None:
-            progress("reading, pairing and splitting")
-        rows = [
-            (kind, part, payload)
-            for _, kind, part, payload in distributed.range_rows(
-                plan, source, 0, size, LOCAL_TARGETS, source, cycles, parts
+    def _read_on_spark(facts: distributed.Facts) -> Any:
+        whole = fmt not in spark_read.READ_FORMATS
+        ordinals = needs_ordinals and fmt in spark_read.TEXT_FORMATS
+        while True:
+            given = starts() if ordinals else None
+            stage1 = spark_read.stage1_frame(session, uri, fmt, plan, source, given, whole)
+            stage1 = stage1.persist(StorageLevel.MEMORY_AND_DISK)
+            border = spark_read.border_frame(stage1, plan, source, cores).persist(
+                StorageLevel.MEMORY_AND_DISK
             )
-        ]
+            splits = stage1.rdd.getNumPartitions()
+            targets[:] = [max(cores, math.ceil(splits * range_bytes / TARGET_BYTES))]
+            persisted.extend([stage1, border])
+            small = [distributed.FACTS, distributed.SUBSCRIPTIONS, distributed.ERROR]
+            rows = (
+                stage1.where(sql.col("kind").isin(small))
+                .unionByName(border.where(sql.col("kind") != distributed.CALLS))
+                .collect()
+            )
+            read = distributed.Facts()
+            for row in rows:
+                read.add(row["kind"], row["split"], row["line"], bytes(row["payload"]))
+            first = read.first_error()
+            if first is not None and first[2] == distributed.Problem.ORDINALS and not ordinals:
+                ordinals = True
+                continue
+            spans = distributed.SPANS_LINES.split("{", 1)[0]
+            if first is not None and fmt == "edn" and not whole and first[3].startswith(spans):
+                whole = True  # op maps over several lines: one task reads the file as the local reader
+                continue
+            facts.__dict__.update(read.__dict__)
+            exact = whole or ordinals or fmt == "parquet"  # lines (rows) are the file's already
+            _raise_input_error(facts, source, fmt, plan, history, None if exact else starts)
+            return stage1.where(sql.col("kind") == distributed.CALLS).unionByName(
+                border.where(sql.col("kind") == distributed.CALLS)
+            )
 
-        def on_part(number: int, count: int) -> None:
-            if whereabouts is not None:
-                whereabouts.part = f"{number}/{count}"
-            if progress is not None:
-                progress(f"part {number}/{count}")
-
-        tally = Tally(0, progress)
-        checked = distributed.check_rows(plan, rows, committed, on_part, pool, fail_fast, tally.verdict)
-        return distributed.gather(checked)
-
-    with distributed.no_cyclic_gc():
-        return _jobs(plan, job, file, info, progress)
-
-
-LOCAL_TARGETS: Final = (0,)
-"""`verify_lines_here` has one stage-2 target: every piece goes to it."""
+    try:
+        with _task_progress(session, progress, "pairing, splitting and checking"):
+            return _jobs(plan, job, source, fmt, history, progress)
+    finally:
+        for frame in persisted:
+            frame.unpersist()
+        if before is None:
+            session.conf.unset(key)
+        else:
+            session.conf.set(key, before)
 
 
 TASK_POLL_SECONDS = 0.5
@@ -508,96 +661,6 @@ def _task_progress(session: SparkSession, progress: ProgressCallback | None, doi
         context.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]
 
 
-def _run(
-    session: SparkSession,
-    plan: Plan,
-    path: str,
-    source: str,
-    ranges: list[tuple[int, int]],
-    targets: list[int],
-    committed: frozenset[int] | None = None,
-    cycles: bool = False,
-    parts: frozenset[str] | None = None,
-) -> distributed.Gathered:
-    """One job: stage 1 per byte range, one shuffle by target, stage 2 per target."""
-    import pyarrow as pa
-
-    def stage1(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        with distributed.no_cyclic_gc():
-            try:
-                yield from _stage1(batches)
-            except Exception as error:  # a bug: its traceback goes to the driver (SparkTaskError)
-                yield _internal_batch(pa, error, "stage 1 (reading, pairing, splitting)", targets[0])
-
-    def _stage1(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for number in batch.column(0).to_pylist():  # the ids of `session.range`
-                start, end = ranges[number or 0]
-                rows = distributed.range_rows(plan, path, start, end, targets, source, cycles, parts)
-                while chunk := list(itertools.islice(rows, ARROW_ROWS)):
-                    columns = list(zip(*chunk, strict=True))
-                    yield pa.RecordBatch.from_arrays(
-                        [
-                            pa.array(columns[0], pa.int64()),
-                            pa.array(columns[1], pa.int32()),
-                            pa.array(columns[2], pa.string()),
-                            pa.array(columns[3], pa.binary()),
-                        ],
-                        names=["target", "kind", "part", "payload"],
-                    )
-
-    def stage2(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        rows = cast(
-            Iterator[tuple[int, str, bytes]],
-            (
-                row
-                for batch in batches
-                for row in zip(
-                    batch.column(1).to_pylist(),
-                    batch.column(2).to_pylist(),
-                    batch.column(3).to_pylist(),
-                    strict=True,
-                )
-            ),
-        )
-        with distributed.no_cyclic_gc():
-            try:
-                out = distributed.check_rows(plan, rows, committed)
-            except Exception as error:  # a bug: its traceback goes to the driver (SparkTaskError)
-                out = [(distributed.INTERNAL, distributed.internal_payload(error, "stage 2 (checking)"))]
-        if out:
-            kinds, payloads = zip(*out, strict=True)
-            yield pa.RecordBatch.from_arrays(
-                [pa.array(kinds, pa.int32()), pa.array(payloads, pa.binary())], names=["kind", "payload"]
-            )
-
-    collected = (
-        session.range(0, len(ranges), 1, len(ranges))
-        .mapInArrow(stage1, STAGE1_SCHEMA)
-        .repartition(len(targets), "target")
-        .mapInArrow(stage2, STAGE2_SCHEMA)
-        .collect()
-    )
-    return distributed.gather((row["kind"], bytes(row["payload"])) for row in collected)
-
-
-ARROW_ROWS = 8192
-"""Rows per Arrow batch out of stage 1."""
-
-
-def _internal_batch(pa: Any, error: Exception, stage: str, target: int) -> Any:
-    """A stage-1 batch of one INTERNAL row: the task's unexpected error, for the driver."""
-    return pa.RecordBatch.from_arrays(
-        [
-            pa.array([target], pa.int64()),
-            pa.array([distributed.INTERNAL], pa.int32()),
-            pa.array([""], pa.string()),
-            pa.array([distributed.internal_payload(error, stage)], pa.binary()),
-        ],
-        names=["target", "kind", "part", "payload"],
-    )
-
-
 class SparkTaskError(RuntimeError):
     """An unexpected error (a bug, not bad input) in a Spark task. The message names the
     exception and the stage; the task's traceback is attached as a note, so it is printed
@@ -607,33 +670,11 @@ class SparkTaskError(RuntimeError):
         super().__init__(f"{kind}: {message} (in a Spark task, {stage})")
         self.add_note(f"Traceback in the Spark task:\n{remote_traceback.rstrip()}")
 
-
-def _target_values(session: SparkSession, count: int) -> list[int]:
-    """For each of `count` shuffle partitions, a value of the `target` column that Spark's
-    hash partitioning (`repartition(count, "target")`: pmod(hash(target), count)) sends there:
-    so each stage-2 task gets exactly one target's rows, and copies of a row sent to every
-    target reach every task. Asked of Spark itself, so it is its hash whatever the version."""
-    from pyspark.sql import functions as F  # noqa: N812 (Spark's convention)
-
-    candidates = session.range(0, 64 * count + 64).select(
-        F.col("id"), F.pmod(F.hash(F.col("id")), F.lit(count)).alias("partition")
-    )
-    first = {
-        int(row["partition"]): int(row["id"])
-        for row in candidates.groupBy("partition").min("id").withColumnRenamed("min(id)", "id").collect()
-    }
-    missing = [number for number in range(count) if number not in first]
-    if missing:
-        raise RuntimeError(f"no target value hashes to Spark partitions {missing[:5]}")
-    return [first[number] for number in range(count)]
-
-
-def _located(error: HistoryError, file: Path, fmt: str) -> HistoryError:
-    """`error` at its operation's line (or Parquet row) when it names only the operation's
-    index (an error found in a call: a check sees calls, not lines)."""
-    if error.position.index is None:
-        return error
-    return HistoryError(_position_of(file, fmt, error.position.index), error.message)
+    @classmethod
+    def from_payload(cls, message: str) -> SparkTaskError:
+        """The error a task's BUG row describes (`spark_read._bug_row`)."""
+        kind, text, stage, trace = json.loads(message)
+        return cls(kind, text, stage, trace)
 
 
 def _position_of(file: Path, fmt: str, index: int) -> Position:
@@ -679,28 +720,6 @@ def _first_bad_value(file: Path, fmt: str, plan: Plan) -> HistoryError | None:
     except HistoryError:
         return None
     return None
-
-
-def _raise_first_error(
-    gathered: distributed.Gathered, file: Path, info: readers.SourceInfo, plan: Plan
-) -> None:
-    """Report a task's error as the local engine would: the first bad line, found by reading
-    the history here (streaming: the reader and the pairing hold one open call per process),
-    or the first call whose value the model cannot hold; an error a task found in a call
-    names its operation's index (a range knows no lines), which the caller locates."""
-    if gathered.internal:
-        kind, message, stage, remote = gathered.internal[0]
-        raise SparkTaskError(kind, message, stage, remote)
-    error = gathered.first_error()
-    if error is None:
-        return
-    for _ in pair_calls(readers.open_history(file, info.format)[1], str(file)):
-        pass
-    bad = _first_bad_value(file, info.format, plan)
-    if bad is not None:
-        raise bad
-    line, message = error
-    raise HistoryError(Position(str(file), index=None if line is None else line - 1), message)
 
 
 def _result_order(result: CheckResult) -> str:

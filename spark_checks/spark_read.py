@@ -1,130 +1,74 @@
-"""Histories read by Spark's own data sources, and their calls paired by Spark: two transforms.
+"""The Spark engine's reading and shipping: histories read by Spark's own data sources, and
+`distributed`'s stages run in Spark tasks with Spark's operators between them.
 
-    operations = operations_frame(spark, "hdfs://nn/runs/history.edn", "edn")
-    calls = calls_frame(operations, "history.edn")
+    stage1 = stage1_frame(spark, "hdfs://nn/runs/history.edn", "edn", plan, source, None)
+    border = border_frame(stage1, plan, source, partitions)
+    results = check_frame(calls, plan, facts, None, partitions)
 
-`operations_frame` reads a history with `spark.read.text` (JSON Lines, Jepsen EDN) or
-`spark.read.parquet` (Parquet), so any path or URI Spark can read works (`file://`, `hdfs://`,
-`s3a://` with the connector on the cluster) and Spark splits the file across tasks. The driver
-never opens the file: the format is given, not sniffed. Each line (or row) is parsed in the
-tasks by the local readers' own functions (`readers.jsonl.parse_line`,
-`readers.edn.iter_forms`, `readers.parquet`'s row check), so what is accepted, and the
-`HistoryError` text for what is not (file and line, or Parquet row), is the local reader's.
+Reading. JSON Lines and Jepsen EDN are read with `spark.read.text`, Parquet with
+`spark.read.parquet`, so any path or URI Spark can read works (`file://`, `hdfs://`, `s3a://`
+with the connector on the cluster, a gzip-compressed file) and Spark splits the file. A task
+gets its splits' lines (each with `_metadata.file_block_start`, the split's first byte) and
+parses them with the local readers' own functions (`distributed.jsonl_ops`, `edn_ops`,
+`readers.parquet`'s row check), so what is accepted, and the HistoryError text for what is not,
+is the local reader's. Porcupine's logs, and EDN whose op maps span lines, are read whole by
+one task (`binaryFile`, then the local reader: `whole_file_frame`). The driver never opens the
+history: what it needs of it (the format when neither `--format` nor the extension gives it,
+the conventions, the sample the model is told from) comes from the first lines Spark reads
+(`head`); a Parquet file's stored conventions from its footer, through Hadoop.
 
-One row per operation (`OPERATION_SCHEMA`): `index`, `time`, `type`, `f` as they are;
-`process`, `value` and `key` as JSON text (`json_text`; SQL null for None, as in the Parquet
-history format); `line` (1-based, text formats) or `row` (0-based, Parquet) says where it was
-read. An operation with no `index` gets its position among the file's operations, as in the
-local readers.
+Lines without a counting scan. A split does not know how many lines precede it: stage 1 counts
+lines from each split's start, and positions are (split, line), which order and pair the
+operations. The file's own line numbers come from `count_starts`, a job that stays in the JVM
+(per split: its lines, and the lines that hold an operation), run only when needed: a history
+whose operations have no index (their index is their ordinal in the file), or an error to
+name by its line. Parquet needs neither: `_metadata.row_index` is the row.
 
-Lines and positions without the driver reading the file. A split of a text file does not know
-how many lines precede it, so `operations_frame` first runs a counting job that stays in the
-JVM (no Python): per split (`_metadata.file_block_start`), its lines and the lines that hold an
-operation (a regular expression). The driver turns these few numbers into each split's first
-line and first operation ordinal and ships them to the tasks with the parse function (one pair
-per split: small whatever the history). Cost: one more scan of the text by Spark's own reader,
-2-4 s of 31 s for 10^6 Kafka operations (128 MB) on 2 cores (`bench/spark_read.py`). The frame
-must be used with the splits it was counted with (same file, same
-`spark.sql.files.maxPartitionBytes`): a split it did not count is an error, never a wrong line.
-Parquet needs no such job: `_metadata.row_index` is the row.
+Shipping (`engine.verify_spark`): stage 1's rows (`STAGE_SCHEMA`) are persisted; its BORDER
+rows are repartitioned by process and sorted by position for border pairing (`border_frame`:
+a small shuffle, a few rows per process and split); the small facts (counts, assign/subscribe
+calls, errors) are collected and broadcast; the CALLS rows are repartitioned by part and each
+task checks its parts (`check_frame`). A task's exception that no input explains (a bug)
+becomes one ERROR row with its traceback (`_guarded`), which the engine raises as
+`SparkTaskError`; bad input is an ERROR row of `distributed`'s, never an exception.
 
-`calls_frame` pairs each invocation with its process's next completion, as
-`history.pair_calls` does (an invocation never completed is an `info` call with no completion,
-Jepsen's rule; a completion without an invocation is a HistoryError, a nemesis's `info` is
-skipped): it repartitions the operations by process, sorts each partition by process and
-position in the file, and pairs them in an Arrow UDF (`mapInArrow`), one process at a time, so
-invocations and completions that fell in different splits meet. A call is one row
-(`CALL_SCHEMA`): the fields of `history.Call` (JSON values as JSON text, the outcome as its
-name), plus where its invocation and completion were read (line or row), so a call's error can
-name its line without reading the file again. `call_row` makes that row of a `Call` and
-`call_from_row` the `Call` of a row. Measured (10^6 Kafka operations in JSON Lines, 2 cores):
-Spark reads the text in 2 s, the parse makes it 14 s, the shuffle by process and the sort 24 s,
-the pairing 31 s; today's engine reads and pairs the same file in 4.5 s without a shuffle, so
-the shuffle of every operation is what to cut next.
-
-Limits, each refused with a HistoryError naming the line rather than read differently:
-
-* EDN is read line by line: every op map must sit on one line (Jepsen's `history.edn` is
-  written one op per line; Knossos's vectors `[{...}\\n {...}]` too). An op map over several
-  lines, or two on one line, is refused with a message that says to use the local engine.
-  A line may open with `[` or `(` and end with `]` or `)` (a history's vector); that these
-  balance over the file is not checked.
-* An `index` or `time` beyond 64 bits (the local engine takes them) does not fit a `long` column.
-* One file per URI (a folder's files would have no order between them).
-* A byte that is not UTF-8 in an EDN line is named by its line, not by its byte offset.
-
-When several lines are malformed, the error is the first a task met, not necessarily the
-file's first. Parquet files' stored conventions (`kafkaspec.conventions`) are not read here.
-Errors raised in a task reach the driver inside Spark's exception: `history_error_text`
-recovers the HistoryError's text.
+Limits: EDN is read a line at a time when every op map sits on one line (as Jepsen writes
+`history.edn`, and Knossos its `[{...}\n {...}]` vectors); one whose op maps span lines is
+read whole by one task. One file per URI (a folder's files would have no order between them).
+A byte that is not UTF-8 in an EDN line is named by its line, not by its byte offset.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import orjson
 import pyarrow as pa
 
-from spark_checks.history import Call, HistoryError, JsonValue, Operation, OpType, Outcome, Position, new_call
-from spark_checks.readers._common import make_operation, shown
-from spark_checks.readers.edn import EXPECTED_OP, iter_forms
-from spark_checks.readers.jsonl import parse_line
+from spark_checks import distributed
+from spark_checks.checking import Plan
+from spark_checks.history import HistoryError, JsonValue, Operation, Position
+from spark_checks.readers import operation_positions
+from spark_checks.readers._common import (
+    MAX_NESTING,
+    NESTING_MESSAGE,
+    SourceInfo,
+    nests_deeper,
+)
 from spark_checks.readers.parquet import COLUMN_TYPES, EXPECTED, REQUIRED, _row_operation
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 BATCH_ROWS: Final = 8192
 """Rows per Arrow batch a task hands back (Spark's own default, `maxRecordsPerBatch`, is 10,000)."""
 TEXT_FORMATS: Final = ("jsonl", "edn")
 READ_FORMATS: Final = (*TEXT_FORMATS, "parquet")
-
-OPERATION_SCHEMA: Final = (
-    "index long, time long, process string, type string, f string, value string, key string, "
-    "line long, row long"
-)
-CALL_SCHEMA: Final = (
-    "process string, f string, input string, output string, outcome string, invoke_index long, "
-    "complete_index long, key string, invoke_time long, complete_time long, completion_value string, "
-    "invoke_position long, complete_position long"
-)
-"""`history.Call`'s fields in order, then where the invocation and the completion were read
-(the line, or the Parquet row; null for a call never completed)."""
-
-_OPERATION_TYPE: Final = pa.schema(
-    [  # type: ignore[arg-type]  # pyarrow-stubs: pa.int64() is not seen as a DataType
-        ("index", pa.int64()),
-        ("time", pa.int64()),
-        ("process", pa.string()),
-        ("type", pa.string()),
-        ("f", pa.string()),
-        ("value", pa.string()),
-        ("key", pa.string()),
-        ("line", pa.int64()),
-        ("row", pa.int64()),
-    ]
-)
-_CALL_TYPE: Final = pa.schema(
-    [  # type: ignore[arg-type]
-        ("process", pa.string()),
-        ("f", pa.string()),
-        ("input", pa.string()),
-        ("output", pa.string()),
-        ("outcome", pa.string()),
-        ("invoke_index", pa.int64()),
-        ("complete_index", pa.int64()),
-        ("key", pa.string()),
-        ("invoke_time", pa.int64()),
-        ("complete_time", pa.int64()),
-        ("completion_value", pa.string()),
-        ("invoke_position", pa.int64()),
-        ("complete_position", pa.int64()),
-    ]
-)
 
 _PYTHON_SPACE: Final = (
     r"\t\n\x{0B}\x{0C}\r\x{1C}-\x{1F} \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}"
@@ -138,15 +82,6 @@ EDN_OPERATION_LINE: Final = r"^[\s,]*(?:[\[(][\s,]*)?(?:#[^\s,\[\](){}\"\\;#_][^
 """An EDN line holds an op map when one starts it: after blanks, an optional `[`/`(` opening
 the history's vector and an optional tag (`#jepsen.history.Op`). Each line's parse checks that
 it holds exactly the op maps this expression counted, so a line it misjudges is an error."""
-_EDN_OPENER = re.compile(r"[\s,]*[\[(]")
-_EDN_CLOSER = re.compile(r"[\])][\s,]*(?:;[^\n]*)?\Z")
-_EMPTY_EDN_LINE = re.compile(r"[\s,]*(?:;[^\n]*)?\Z")
-EDN_RUN_LINES: Final = 4096
-"""Consecutive EDN lines a task parses as one text (`_edn_run`)."""
-SPANS_LINES: Final = (
-    "the Spark engine reads EDN histories one op map per line (as Jepsen writes history.edn); "
-    "this line {what}: verify this file with the local engine (--engine local)"
-)
 
 
 def json_text(value: JsonValue) -> str:
@@ -156,38 +91,6 @@ def json_text(value: JsonValue) -> str:
         return orjson.dumps(value).decode()
     except TypeError:  # orjson.JSONEncodeError
         return json.dumps(value, separators=(",", ":"), allow_nan=False)
-
-
-def _optional_json(value: JsonValue) -> str | None:
-    return None if value is None else json_text(value)
-
-
-def _long(value: int | None, what: str, position: Position) -> int | None:
-    if value is not None and not -(2**63) <= value < 2**63:
-        raise HistoryError(position, f"{what} must fit 64 bits to be read by Spark; got {shown(value)}")
-    return value
-
-
-def operation_values(operation: Operation, line: int | None, row: int | None) -> tuple[Any, ...]:
-    """An operation as a row of `OPERATION_SCHEMA` (its values in order), read at `line` (or
-    Parquet `row`)."""
-    value, key = operation.value, operation.key
-    return (
-        operation.index,
-        operation.time,
-        json_text(operation.process),
-        operation.type.value,
-        operation.f,
-        None if value is None else json_text(value),
-        None if key is None else json_text(key),
-        line,
-        row,
-    )
-
-
-def operation_row(operation: Operation, line: int | None, row: int | None) -> dict[str, Any]:
-    """`operation_values` by column name."""
-    return dict(zip(_OPERATION_TYPE.names, operation_values(operation, line, row), strict=True))
 
 
 class _Columns:
@@ -213,190 +116,179 @@ class _Columns:
         )
 
 
-# --- operations_frame ------------------------------------------------------------------------------
+# --- the Spark engine's jobs -----------------------------------------------------------------------
+
+STAGE_SCHEMA: Final = "kind int, part string, split long, line long, payload binary"
+"""Rows of stage 1 and of border pairing (`distributed.Row`)."""
+CHECK_SCHEMA: Final = "kind int, payload binary"
+"""Rows of stage 2 (`distributed.OutRow`)."""
+_STAGE_TYPE: Final = pa.schema(
+    [  # type: ignore[arg-type]
+        ("kind", pa.int32()),
+        ("part", pa.string()),
+        ("split", pa.int64()),
+        ("line", pa.int64()),
+        ("payload", pa.binary()),
+    ]
+)
+_CHECK_TYPE: Final = pa.schema([("kind", pa.int32()), ("payload", pa.binary())])  # type: ignore[arg-type]
+WHOLE_FORMATS: Final = ("porcupine",)
+"""Formats one task reads whole (`whole_file_rows`), with the local reader: Porcupine's logs
+(small test logs), and EDN whose op maps span lines (Knossos's examples)."""
 
 
-def operations_frame(spark: SparkSession, uri: str, fmt: str, name: str | None = None) -> DataFrame:
-    """The history at `uri` (format `fmt`: jsonl, edn or parquet) as a DataFrame of operations
-    (`OPERATION_SCHEMA`). `name` is the file as errors name it (default: `uri`). Text formats
-    run the counting job (module docstring) now; the parse runs when the frame is used."""
-    if fmt not in READ_FORMATS:
-        raise ValueError(f"format must be one of {', '.join(READ_FORMATS)}; got {fmt!r}")
-    from pyspark.errors import AnalysisException
+def _bug_row(error: BaseException, stage: str) -> tuple[Any, ...]:
+    """The ERROR row of an exception no input explains (a bug), raised on the driver as
+    `engine.SparkTaskError` with the task's traceback."""
+    import traceback
 
-    source = uri if name is None else name
-    try:
-        if fmt == "parquet":
-            return _parquet_operations(spark, uri, source)
-        return _text_operations(spark, uri, fmt, source)
-    except AnalysisException as error:
-        if error.getCondition() == "PATH_NOT_FOUND":  # as the local readers say it
-            raise HistoryError(Position(source), "cannot read the file: No such file or directory") from None
-        raise
+    trace = "".join(traceback.format_exception(error))
+    described = json.dumps([type(error).__name__, str(error), stage, trace])
+    return distributed.ERROR, "", 0, 0, distributed.dumps([distributed.Problem.BUG, described])
 
 
-def _text_operations(spark: SparkSession, uri: str, fmt: str, source: str) -> DataFrame:
+def _batches(rows: Iterable[tuple[Any, ...]], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    out = _Columns(schema)
+    for row in rows:
+        if out.add(row):
+            yield out.take()
+    yield out.take()
+
+
+def _guarded(rows: Callable[[], Iterable[tuple[Any, ...]]], stage: str) -> Iterator[tuple[Any, ...]]:
+    """A task's rows, with the cyclic collector off; an exception (a bug: bad input is an ERROR
+    row already) becomes one BUG row, for the driver to raise with its traceback."""
+    with distributed.no_cyclic_gc():
+        try:
+            yield from rows()
+        except Exception as error:
+            yield _bug_row(error, stage)
+
+
+def _by_split(
+    batches: Iterator[pa.RecordBatch], columns: Sequence[str]
+) -> Iterator[tuple[int, Iterator[list[Any]]]]:
+    """A task's rows as (split, its chunks): each chunk a list of the values of `columns` (one
+    column: its values; several: tuples), in file order. A task may hold several splits (Spark
+    packs small ones), each whole and in order."""
+
+    def runs() -> Iterator[tuple[int, list[Any]]]:
+        for batch in batches:
+            blocks = cast("list[int]", batch.column("block").to_pylist())
+            values = [batch.column(column).to_pylist() for column in columns]
+            items: list[Any] = values[0] if len(values) == 1 else list(zip(*values, strict=True))
+            start = 0
+            for end in range(1, len(blocks) + 1):
+                if end == len(blocks) or blocks[end] != blocks[start]:
+                    yield blocks[start], items[start:end]
+                    start = end
+
+    for block, group in itertools.groupby(runs(), key=lambda run: run[0]):
+        yield block, (chunk for _, chunk in group)
+
+
+def lines_frame(spark: SparkSession, uri: str, fmt: str) -> DataFrame:
+    """The history's lines as Spark reads them (`raw` bytes, `block`: the split's first byte;
+    EDN: `holds`, whether the line starts an op map), or its Parquet rows."""
     from pyspark.sql import functions as sql
 
-    lines = (
-        spark.read.option("lineSep", "\n")  # as Python splits a file: "\r" stays in its line
+    lines = spark.read.option("lineSep", "\n").text(uri)
+    columns = [
+        sql.col("value").cast("binary").alias("raw"),
+        sql.col("_metadata.file_block_start").alias("block"),
+    ]
+    if fmt == "edn":
+        columns.append(sql.col("value").rlike(EDN_OPERATION_LINE).alias("holds"))
+    return lines.select(*columns)
+
+
+def count_starts(spark: SparkSession, uri: str, fmt: str) -> dict[int, tuple[int, int]]:
+    """Each split's first line and the ordinal of its first operation (`distributed.Starts`),
+    counted by a job that stays in the JVM (the module docstring). Run only when needed: an
+    operation without an index, or an error to name by its line."""
+    from pyspark.sql import functions as sql
+
+    pattern = JSONL_OPERATION_LINE if fmt == "jsonl" else EDN_OPERATION_LINE
+    counts = (
+        spark.read.option("lineSep", "\n")
         .text(uri)
         .select(
-            sql.col("value"),
-            sql.col("_metadata.file_path").alias("file"),
             sql.col("_metadata.file_block_start").alias("block"),
+            sql.col("value").rlike(pattern).alias("holds"),
         )
-        .withColumn(
-            "holds", sql.col("value").rlike(JSONL_OPERATION_LINE if fmt == "jsonl" else EDN_OPERATION_LINE)
-        )
-    )
-    holds: Column = sql.col("holds")
-    counts = (
-        lines.groupBy("file", "block")
-        .agg(sql.count(sql.lit(1)).alias("lines"), sql.sum(holds.cast("long")).alias("operations"))
-        .orderBy("file", "block")
+        .groupBy("block")
+        .agg(sql.count(sql.lit(1)).alias("lines"), sql.sum(sql.col("holds").cast("long")).alias("operations"))
+        .orderBy("block")
         .collect()
     )
-    files = sorted({count["file"] for count in counts})
-    if len(files) > 1:
-        raise HistoryError(Position(source), f"one history file expected; {uri} holds {len(files)} files")
     starts: dict[int, tuple[int, int]] = {}
     line, ordinal = 1, 0
     for count in counts:
         starts[count["block"]] = (line, ordinal)
         line += count["lines"]
         ordinal += count["operations"] or 0
-    parse = _jsonl_batches if fmt == "jsonl" else _edn_batches
-
-    def parse_split(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return parse(batches, starts, source)
-
-    raw = sql.col("value").cast("binary").alias("raw")  # the line's bytes, UTF-8 or not
-    return lines.select(raw, "block", "holds").mapInArrow(parse_split, OPERATION_SCHEMA)
+    return starts
 
 
-def _positions(
-    batches: Iterator[pa.RecordBatch], starts: Mapping[int, tuple[int, int]]
-) -> Iterator[tuple[bytes, bool, int, int]]:
-    """Each line of a task's splits: (bytes, whether it holds an operation, its line number,
-    the ordinal its operation takes without an index)."""
-    block: int | None = None
-    line = ordinal = 0
-    for batch in batches:
-        raws = cast("list[bytes]", batch.column("raw").to_pylist())
-        holding = cast("list[bool]", batch.column("holds").to_pylist())
-        blocks = cast("list[int]", batch.column("block").to_pylist())
-        for raw, holds, at in zip(raws, holding, blocks, strict=True):
-            if at != block:  # a split's lines come together and in order
-                block = at
-                if at not in starts:
-                    raise RuntimeError(
-                        f"the history's split at byte {at} was not counted: its splits changed between "
-                        "the counting job and the parse (the file, or spark.sql.files.maxPartitionBytes)"
+def stage1_frame(
+    spark: SparkSession,
+    uri: str,
+    fmt: str,
+    plan: Plan,
+    source: str,
+    starts: distributed.Starts | None,
+    whole: bool = False,
+) -> DataFrame:
+    """Stage 1 (`distributed.split_rows`) in a task per split of the history. `starts`: each
+    split's first line and ordinal (None: lines counted from each split's start). `whole`: one
+    task reads the file whole (`whole_file_frame`), as for `WHOLE_FORMATS`."""
+    if whole or fmt in WHOLE_FORMATS:
+        return whole_file_frame(spark, uri, fmt, plan, source)
+    if fmt == "parquet":
+        frame, present = _parquet_frame(spark, uri, source)
+
+        def parquet_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            def rows() -> Iterator[tuple[Any, ...]]:
+                for block, chunks in _by_split(batches, [*present, "row"]):
+                    ops = (
+                        (
+                            values[-1],
+                            distributed.operation_op(
+                                _row_operation(dict(zip(present, values, strict=False)), values[-1], source)
+                            ),
+                        )
+                        for chunk in chunks
+                        for values in chunk
                     )
-                line, ordinal = starts[at]
-            yield raw, holds, line, ordinal
-            line += 1
-            ordinal += holds
+                    yield from distributed.split_rows(plan, ops, source, block)
+
+            return _batches(_guarded(rows, "stage 1 (reading, pairing, splitting)"), _STAGE_TYPE)
+
+        return frame.mapInArrow(parquet_task, STAGE_SCHEMA)
+    lines = lines_frame(spark, uri, fmt)
+
+    def text_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        def rows() -> Iterator[tuple[Any, ...]]:
+            columns = ["raw"] if fmt == "jsonl" else ["raw", "holds"]
+            for block, chunks in _by_split(batches, columns):
+                first_line, first_ordinal = (1, None) if starts is None else starts[block]
+                if fmt == "jsonl":
+                    ops = distributed.jsonl_ops(chunks, source, first_line, first_ordinal)
+                else:
+                    ops = distributed.edn_ops(
+                        itertools.chain.from_iterable(chunks), source, first_line, first_ordinal
+                    )
+                yield from distributed.split_rows(plan, ops, source, block)
+
+        return _batches(_guarded(rows, "stage 1 (reading, pairing, splitting)"), _STAGE_TYPE)
+
+    return lines.mapInArrow(text_task, STAGE_SCHEMA)
 
 
-def _jsonl_batches(
-    batches: Iterator[pa.RecordBatch], starts: Mapping[int, tuple[int, int]], source: str
-) -> Iterator[pa.RecordBatch]:
-    out = _Columns(_OPERATION_TYPE)
-    for raw, holds, line, ordinal in _positions(batches, starts):
-        operation = parse_line(raw, ordinal, source, line)
-        if (operation is not None) != holds:  # pragma: no cover - the regex mirrors str.isspace
-            raise HistoryError(Position(source, line=line), "blank to Spark's count but not to Python's")
-        if operation is not None and out.add(
-            _checked_row(operation, line, None, Position(source, line=line))
-        ):
-            yield out.take()
-    yield out.take()
-
-
-def _checked_row(operation: Operation, line: int | None, row: int | None, at: Position) -> tuple[Any, ...]:
-    _long(operation.index, "index", at)
-    _long(operation.time, "time", at)
-    return operation_values(operation, line, row)
-
-
-def _edn_batches(
-    batches: Iterator[pa.RecordBatch], starts: Mapping[int, tuple[int, int]], source: str
-) -> Iterator[pa.RecordBatch]:
-    out = _Columns(_OPERATION_TYPE)
-    run: list[tuple[bytes, bool, int, int]] = []
-    for item in _positions(batches, starts):
-        if run and (item[2] != run[-1][2] + 1 or len(run) >= EDN_RUN_LINES):
-            yield from _edn_run(run, source, out)
-            run = []
-        run.append(item)
-    if run:
-        yield from _edn_run(run, source, out)
-    yield out.take()
-
-
-def _edn_run(run: list[tuple[bytes, bool, int, int]], source: str, out: _Columns) -> Iterator[pa.RecordBatch]:
-    """The op maps of consecutive lines, parsed as one text (one token cache, one scan)."""
-    first = run[0][2]
-    texts = []
-    for raw, holds, line, _ordinal in run:
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise HistoryError(
-                Position(source, line=line), f"not UTF-8 text (byte {error.start} of the line)"
-            ) from None
-        opener = _EDN_OPENER.match(text)
-        if opener is not None:
-            text = " " * opener.end() + text[opener.end() :]
-        if text.rstrip()[-1:] in ("]", ")"):
-            closer = _EDN_CLOSER.search(text)
-            if closer is not None:
-                text = text[: closer.start()]
-        if not holds and not _EMPTY_EDN_LINE.match(text):
-            _refuse_continuation(text, source, line)  # a form that starts no line: read it alone
-            text = ""
-        texts.append(text)
-    read: set[int] = set()
-    try:
-        for value, line in iter_forms(["\n".join(texts)], source, first_line=first):
-            _raw, holds, _line, ordinal = run[line - first]
-            at = Position(source, line=line)
-            if not holds or line in read:
-                what = "holds more than one op map" if holds else "holds an op map that does not start it"
-                raise HistoryError(at, SPANS_LINES.format(what=what))
-            read.add(line)
-            if type(value) is not dict:
-                described = "a vector/list" if isinstance(value, list) else shown(value)
-                raise HistoryError(at, f"{EXPECTED_OP}; got {described}")
-            operation = make_operation(value, ordinal, source, line, EXPECTED_OP)
-            if out.add(_checked_row(operation, line, None, at)):
-                yield out.take()
-    except HistoryError as error:
-        if error.message.startswith(("unterminated map", "unexpected '}'")):
-            raise HistoryError(error.position, SPANS_LINES.format(what="holds part of an op map")) from None
-        raise
-    for _raw, holds, line, _ordinal in run:
-        if holds and line not in read:
-            raise HistoryError(Position(source, line=line), SPANS_LINES.format(what="holds no op map alone"))
-
-
-def _refuse_continuation(text: str, source: str, line: int) -> None:
-    """A line that starts no op map holds no form, or it is refused: a discarded form (`#_`)
-    passes; part of a map over several lines, or any other form, is named."""
-    at = Position(source, line=line)
-    try:
-        forms = list(iter_forms([text], source, first_line=line))
-    except HistoryError as error:
-        if error.message.startswith(("unterminated", "unexpected")):
-            raise HistoryError(at, SPANS_LINES.format(what="holds part of an op map")) from None
-        raise
-    if forms:
-        raise HistoryError(at, SPANS_LINES.format(what="holds part of an op map"))
-
-
-def _parquet_operations(spark: SparkSession, uri: str, source: str) -> DataFrame:
+def _parquet_frame(spark: SparkSession, uri: str, source: str) -> tuple[DataFrame, list[str]]:
+    """The Parquet history's rows with `row` and `block`, and the columns it has, checked as
+    the local reader checks them (`readers.parquet`: the required columns, each of a type it
+    reads)."""
     from pyspark.sql import functions as sql
     from pyspark.sql import types
 
@@ -422,192 +314,248 @@ def _parquet_operations(spark: SparkSession, uri: str, source: str) -> DataFrame
             raise HistoryError(
                 at, f"{EXPECTED}; column {column} must be {described}, not {fields[column].simpleString()}"
             )
-    present = [column for column in accepted if column in fields]
-    rows = table.select(*present, sql.col("_metadata.row_index").alias("row"))
-
-    def parse_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return _parquet_batches(batches, present, source)
-
-    return rows.mapInArrow(parse_rows, OPERATION_SCHEMA)
-
-
-def _parquet_batches(
-    batches: Iterator[pa.RecordBatch], present: list[str], source: str
-) -> Iterator[pa.RecordBatch]:
-    out = _Columns(_OPERATION_TYPE)
-    for batch in batches:
-        columns = [batch.column(column).to_pylist() for column in present]
-        rows = cast("list[int]", batch.column("row").to_pylist())
-        for row, values in zip(rows, zip(*columns, strict=True), strict=True):
-            operation = _row_operation(dict(zip(present, values, strict=True)), row, source)
-            if out.add(_checked_row(operation, None, row, Position(source, row=row))):
-                yield out.take()
-    yield out.take()
-
-
-def call_row(call: Call, invoke_position: int | None, complete_position: int | None) -> dict[str, Any]:
-    """A call as a row of `CALL_SCHEMA` (the one encoding of a call), its invocation and
-    completion read at the given lines (or Parquet rows)."""
-    return {
-        "process": json_text(call.process),
-        "f": call.f,
-        "input": _optional_json(call.input),
-        "output": _optional_json(call.output),
-        "outcome": call.outcome.value,
-        "invoke_index": call.invoke_index,
-        "complete_index": call.complete_index,
-        "key": _optional_json(call.key),
-        "invoke_time": call.invoke_time,
-        "complete_time": call.complete_time,
-        "completion_value": _optional_json(call.completion_value),
-        "invoke_position": invoke_position,
-        "complete_position": complete_position,
-    }
-
-
-def _from_json(text: str | None) -> JsonValue:
-    return None if text is None else json.loads(text)
-
-
-def call_from_row(row: Mapping[str, Any]) -> Call:
-    """The `Call` a row of `CALL_SCHEMA` encodes (`call_row`'s inverse, positions aside)."""
-    return new_call(
-        json.loads(row["process"]),
-        row["f"],
-        _from_json(row["input"]),
-        _from_json(row["output"]),
-        Outcome(row["outcome"]),
-        row["invoke_index"],
-        row["complete_index"],
-        _from_json(row["key"]),
-        row["invoke_time"],
-        row["complete_time"],
-        _from_json(row["completion_value"]),
+    present: list[str] = [
+        column
+        for column in ("index", "time", "process", "type", "f", "value", "key")
+        if column in table.columns
+    ]
+    frame = table.select(
+        *present,
+        sql.col("_metadata.row_index").alias("row"),
+        sql.col("_metadata.file_block_start").alias("block"),
     )
+    return frame, present
 
 
-# --- calls_frame -----------------------------------------------------------------------------------
+def whole_file_frame(spark: SparkSession, uri: str, fmt: str, plan: Plan, source: str) -> DataFrame:
+    """Stage 1 of a history one task reads whole, with the local reader of `fmt`
+    (`WHOLE_FORMATS`, and EDN whose op maps span lines): Spark reads the bytes
+    (`binaryFile`), the task parses them as the local engine does, one split, exact lines."""
+
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        def rows() -> Iterator[tuple[Any, ...]]:
+            for content in _file_contents(batches):
+                with _local_copy(content, source) as path:
+                    try:
+                        ops = (
+                            (_line_or_row(position), distributed.operation_op(operation))
+                            for operation, position in operation_positions(path, fmt)
+                        )
+                        yield from distributed.split_rows(plan, ops, source, 0)
+                    except HistoryError as error:  # the file, before any line (its format)
+                        yield (
+                            distributed.ERROR,
+                            "",
+                            0,
+                            0,
+                            distributed.dumps([distributed.Problem.LINE, error.message]),
+                        )
+
+        return _batches(_guarded(rows, "stage 1 (reading the whole file)"), _STAGE_TYPE)
+
+    return _binary_file(spark, uri).mapInArrow(task, STAGE_SCHEMA)
 
 
-def calls_frame(operations: DataFrame, name: str, partitions: int | None = None) -> DataFrame:
-    """The calls of a frame of operations (`CALL_SCHEMA`), paired per process in file order:
-    repartitioned by process (into `partitions`, default `spark.sql.shuffle.partitions`),
-    sorted by process and position, paired in `mapInArrow`. `name` names the file in errors."""
+def _binary_file(spark: SparkSession, uri: str) -> DataFrame:
+    return spark.read.format("binaryFile").load(uri).select("content")
+
+
+def _file_contents(batches: Iterator[pa.RecordBatch]) -> Iterator[bytes]:
+    for batch in batches:
+        yield from cast("list[bytes]", batch.column("content").to_pylist())
+
+
+@contextmanager
+def _local_copy(content: bytes, source: str) -> Iterator[str]:
+    """The bytes of a history in a temporary file named as the history (its extension tells
+    the local readers' sniffing what it is), removed after."""
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="kafkaspec-") as folder:
+        path = os.path.join(folder, os.path.basename(source.rstrip("/")) or "history")
+        with open(path, "wb") as handle:
+            handle.write(content)
+        yield path
+
+
+def _line_or_row(position: Position) -> int:
+    return position.line if position.line is not None else (position.row or 0)
+
+
+def whole_file_answer(spark: SparkSession, uri: str, source: str, ask: Callable[[str], Any]) -> Any:
+    """`ask(path)` of the history read whole by one task (a local copy of Spark's bytes), its
+    answer pickled back: for the engine's error paths (the line of an operation, the first
+    value a model refuses) and nothing else, so the driver never opens the history."""
+    import pickle
+
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        answers = []
+        for content in _file_contents(batches):
+            with _local_copy(content, source) as path:
+                answers.append(pickle.dumps(ask(path)))
+        yield pa.RecordBatch.from_arrays([pa.array(answers, pa.binary())], names=["answer"])
+
+    rows = _binary_file(spark, uri).mapInArrow(task, "answer binary").collect()
+    return pickle.loads(rows[0]["answer"]) if rows else None  # trusted: this job's own task
+
+
+def border_frame(stage1: DataFrame, plan: Plan, source: str, partitions: int) -> DataFrame:
+    """Border pairing (`distributed.border_rows`): stage 1's BORDER rows repartitioned by
+    process and sorted by position (and role: the payload starts with it)."""
     from pyspark.sql import functions as sql
 
-    positioned = operations.withColumn("position", sql.coalesce(sql.col("line"), sql.col("row")))
-    by_process = (
-        positioned.repartition("process")
-        if partitions is None
-        else positioned.repartition(partitions, "process")
-    )
-    ordered = by_process.sortWithinPartitions("process", "position")
-
-    def pair(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return _pair_batches(batches, name)
-
-    return ordered.mapInArrow(pair, CALL_SCHEMA)
-
-
-_OPERATION_COLUMNS: Final = (
-    "process",
-    "type",
-    "f",
-    "value",
-    "key",
-    "index",
-    "time",
-    "line",
-    "row",
-    "position",
-)
-
-
-def _where(source: str, line: int | None, row: int | None) -> Position:
-    return Position(source, line=line) if line is not None else Position(source, row=row)
-
-
-def _pair_batches(batches: Iterator[pa.RecordBatch], source: str) -> Iterator[pa.RecordBatch]:
-    """`history.pair_calls` on operations sorted by process then position in the file."""
-    out = _Columns(_CALL_TYPE)
-    current: str | None = None
-    invocation: tuple[Any, ...] | None = None
-    for batch in batches:
-        columns = [batch.column(column).to_pylist() for column in _OPERATION_COLUMNS]
-        for process, kind, f, value, key, index, time, line, row, position in zip(*columns, strict=True):
-            if process != current:
-                if invocation is not None and out.add(_open_call(current, invocation)):
-                    yield out.take()
-                current, invocation = process, None
-            if kind == OpType.INVOKE.value:
-                if invocation is not None:
-                    raise HistoryError(
-                        _where(source, line, row),
-                        f"process {json.loads(process)!r} invokes {f!r} while its {invocation[0]!r} "
-                        f"(index {invocation[3]}) has not completed",
-                    )
-                invocation = (f, value, key, index, time, position)
-                continue
-            if invocation is None:
-                if kind == OpType.INFO.value:
-                    continue  # e.g. a nemesis announcing a fault: not a client operation
-                raise HistoryError(
-                    _where(source, line, row),
-                    f"{kind} for process {json.loads(process)!r} without an open invocation",
-                )
-            called, given, called_key, invoke_index, invoke_time, invoke_position = invocation
-            full = out.add(
-                (
-                    process,
-                    called,
-                    given,
-                    value if kind == "ok" else None,
-                    kind,
-                    invoke_index,
-                    index,
-                    called_key,
-                    invoke_time,
-                    time,
-                    value,
-                    invoke_position,
-                    position,
-                )
-            )
-            invocation = None
-            if full:
-                yield out.take()
-    if invocation is not None:
-        out.add(_open_call(current, invocation))
-    yield out.take()
-
-
-def _open_call(process: str | None, invocation: tuple[Any, ...]) -> tuple[Any, ...]:
-    """An invocation never completed: an `info` call with no completion (Jepsen's rule)."""
-    called, given, called_key, invoke_index, invoke_time, invoke_position = invocation
-    return (
-        process,
-        called,
-        given,
-        None,
-        OpType.INFO.value,
-        invoke_index,
-        None,
-        called_key,
-        invoke_time,
-        None,
-        None,
-        invoke_position,
-        None,
+    border = (
+        stage1.where(sql.col("kind") == distributed.BORDER)
+        .repartition(partitions, "part")
+        .sortWithinPartitions("part", "split", "line", "payload")
     )
 
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        def rows() -> Iterator[tuple[Any, ...]]:
+            def border_rows() -> Iterator[tuple[str, int, int, bytes]]:
+                for batch in batches:
+                    columns = [
+                        batch.column(name).to_pylist() for name in ("part", "split", "line", "payload")
+                    ]
+                    yield from zip(*columns, strict=True)
 
-# --- errors ----------------------------------------------------------------------------------------
+            yield from distributed.border_rows(plan, border_rows(), source)
 
-_RAISED: Final = re.compile(r"(?:spark_checks\.history\.)?HistoryError: (.+)")
+        return _batches(_guarded(rows, "border pairing"), _STAGE_TYPE)
+
+    return border.mapInArrow(task, STAGE_SCHEMA)
 
 
-def history_error_text(error: BaseException) -> str | None:
-    """The text of the HistoryError a Spark task raised, from the exception Spark gives the
-    driver (its message carries the task's traceback); None when a task raised none."""
-    found = _RAISED.findall(str(error))
-    return found[-1].strip() if found else None
+def check_frame(
+    calls: DataFrame,
+    plan: Plan,
+    facts: Any,
+    committed: frozenset[int] | None,
+    partitions: int,
+) -> DataFrame:
+    """Stage 2 (`distributed.check_rows`): the CALLS rows repartitioned by part, each part
+    checked; `facts` is a broadcast of the history's `distributed.Facts` (its assign/subscribe
+    calls, whether it has transactions), read once per task."""
+
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        def rows() -> Iterator[tuple[Any, ...]]:
+            parts: dict[str, list[bytes]] = {}
+            for batch in batches:
+                names = cast("list[str]", batch.column("part").to_pylist())
+                payloads = cast("list[bytes]", batch.column("payload").to_pylist())
+                for name, payload in zip(names, payloads, strict=True):
+                    parts.setdefault(name, []).append(payload)
+            if parts:
+                context = facts.value.context()
+                yield from distributed.check_rows(plan, context, parts, committed)
+
+        def guarded() -> Iterator[tuple[Any, ...]]:
+            for row in _guarded(rows, "stage 2 (checking)"):
+                yield (row[0], row[4]) if len(row) == 5 else row
+
+        return _batches(guarded(), _CHECK_TYPE)
+
+    return calls.repartition(partitions, "part").mapInArrow(task, CHECK_SCHEMA)
+
+
+HEAD_LINES: Final = 2000
+"""The first lines (or rows) of a history the driver asks Spark for: its format, its
+conventions and the sample the model is told from (`engine._plan`)."""
+
+
+def head(spark: SparkSession, uri: str, source: str, fmt: str) -> tuple[SourceInfo, list[Operation], bool]:
+    """What the driver learns of a history from its first lines, read by Spark: its format
+    (`fmt`, else the extension, else sniffed from the first lines as `readers.sniff_format`
+    does), its source's conventions, its first operations, and whether an operation among
+    them has no index (then stage 1 needs each split's ordinals: `count_starts`)."""
+    import os
+
+    from pyspark.errors import AnalysisException
+
+    from spark_checks.readers import EXTENSIONS, open_history, sniff_format
+
+    try:
+        if fmt == "auto":
+            fmt = EXTENSIONS.get(os.path.splitext(source)[1].lower(), "auto")
+        if fmt == "parquet":
+            return _parquet_head(spark, uri, source)
+        text = spark.read.option("lineSep", "\n").text(uri)
+        _one_file(text, uri, source)
+        rows = text.limit(HEAD_LINES).collect()
+    except AnalysisException as error:
+        if error.getCondition() == "PATH_NOT_FOUND":  # as the local readers say it
+            raise HistoryError(Position(source), "cannot read the file: No such file or directory") from None
+        raise
+    lines = [row["value"].encode("utf-8", "surrogateescape") + b"\n" for row in rows]
+    with _local_copy(b"".join(lines), source) as path:
+        if fmt == "auto":
+            fmt = sniff_format(path)
+            if fmt == "parquet":
+                return _parquet_head(spark, uri, source)
+        info, operations = open_history(path, fmt)
+        sample: list[Operation] = []
+        with suppress(HistoryError):  # a bad line: the stages name it
+            sample.extend(itertools.islice(operations, HEAD_LINES))
+    return info, sample, _lacks_indexes(lines, fmt, source)
+
+
+def _lacks_indexes(lines: list[bytes], fmt: str, source: str) -> bool:
+    """Whether an operation on these lines has no index."""
+    try:
+        if fmt == "jsonl":
+            for _ in distributed.jsonl_ops([lines], source, 1, None):
+                pass
+        elif fmt == "edn":
+            starts_map = re.compile(EDN_OPERATION_LINE)
+            stripped = [raw[:-1] for raw in lines]  # as Spark gives them: without the newline
+            marked = [(raw, bool(starts_map.search(raw.decode("utf-8", "replace")))) for raw in stripped]
+            for _ in distributed.edn_ops(marked, source, 1, None):
+                pass
+    except distributed.OrdinalsNeededError:
+        return True
+    except HistoryError:
+        return fmt == "edn"  # op maps over several lines: the whole file is read in one task
+    return False
+
+
+def _one_file(frame: DataFrame, uri: str, source: str) -> None:
+    """A history is one file: a folder's files would have no order between them."""
+    files = frame.inputFiles()
+    if len(files) > 1:
+        raise HistoryError(Position(source), f"one history file expected; {uri} holds {len(files)} files")
+
+
+def _parquet_head(spark: SparkSession, uri: str, source: str) -> tuple[SourceInfo, list[Operation], bool]:
+    frame, present = _parquet_frame(spark, uri, source)
+    _one_file(frame, uri, source)
+    sample = [
+        _row_operation({column: row[column] for column in present}, row["row"], source)
+        for row in frame.limit(HEAD_LINES).collect()
+    ]
+    return SourceInfo("parquet", parquet_conventions(spark, uri, source), "parquet"), sample, False
+
+
+def parquet_conventions(spark: SparkSession, uri: str, source: str) -> dict[str, JsonValue]:
+    """The conventions a Parquet history stores (`kafkaspec.conventions` in its footer, as
+    `readers.parquet.write_parquet` writes them), read from the footer through Hadoop's file
+    system (Spark's JVM): the canonical ones when it stores none."""
+    from spark_checks.readers._common import CANONICAL_CONVENTIONS, check_conventions
+    from spark_checks.readers.parquet import META_CONVENTIONS, _decode
+
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    path = jvm.org.apache.hadoop.fs.Path(uri)
+    configuration = spark.sparkContext._jsc.hadoopConfiguration()
+    footer = jvm.org.apache.parquet.hadoop.ParquetFileReader.readFooter(configuration, path)
+    stored = footer.getFileMetaData().getKeyValueMetaData().get(META_CONVENTIONS.decode())
+    if stored is None:
+        return dict(CANONICAL_CONVENTIONS)
+    at = Position(source, offset=0)
+    try:
+        if nests_deeper(stored, MAX_NESTING):
+            raise ValueError(NESTING_MESSAGE)
+        raw = _decode(stored)
+    except ValueError:
+        raise HistoryError(at, "the kafkaspec.conventions metadata is not JSON text") from None
+    return check_conventions(raw, at)

@@ -436,11 +436,11 @@ def test_long_keys_and_lone_surrogates_give_the_same_verdict_on_spark(tmp_path, 
 @pytest.mark.spark
 def test_a_bug_in_a_spark_task_is_a_task_error_not_bad_input(tmp_path, spark):
     path = jsonl(tmp_path / "kv.jsonl", KV_OPS)
-    info, operations = open_history(path)
+    info, _operations = open_history(path)
     budget = Budget()
     object.__setattr__(budget, "max_states", "many")  # a bug: a budget no check can compare with
     with pytest.raises(SparkTaskError, match=r"TypeError: .* \(in a Spark task, stage 2") as caught:
-        verify_spark(Plan(model="kv", budget=budget), path, info, operations, spark)
+        verify_spark(Plan(model="kv", budget=budget), f"file://{path}", str(path), info.format, spark)
     assert any("Traceback in the Spark task" in note for note in caught.value.__notes__)
 
 

@@ -1,36 +1,32 @@
-"""`spark_checks.spark_read`: the same calls from Spark's data sources as from the local readers.
+"""`spark_checks.spark_read`: the Spark engine's transforms give the local engine's calls.
 
 Each history is written as JSON Lines, Jepsen EDN (one op map per line) and Parquet; the calls
-`calls_frame` pairs from `operations_frame` must equal the local reader's operations paired by
-`history.pair_calls` (with the line or row each operation was read at), compared as DataFrames
-(`pyspark.testing.assertDataFrameEqual`, as Spark projects test their transforms). Tiny splits
-(`spark.sql.files.maxPartitionBytes`, Parquet row groups of a few rows) put invocations and
-completions in different tasks; malformed lines give the local reader's HistoryError text.
+stage 1 and border pairing make (`stage1_frame`, `border_frame`: their CALLS rows decoded)
+must equal the local reader's operations paired by `history.pair_calls`, compared as
+DataFrames (`pyspark.testing.assertDataFrameEqual`, as Spark projects test their transforms).
+Tiny splits (`spark.sql.files.maxPartitionBytes`, Parquet row groups of a few rows) put
+invocations and completions in different tasks; a bad line gets the local reader's
+HistoryError text from the Spark engine.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from spark_checks.history import HistoryError, Operation, Position, pair_calls
+from spark_checks import distributed
+from spark_checks.checking import Plan
+from spark_checks.engine import VerifyOptions, verify_history
+from spark_checks.history import Call, HistoryError, Operation, pair_calls
 from spark_checks.kafka_histories import generate_history
 from spark_checks.readers import open_history, operation_positions, write_jsonl, write_parquet
-from spark_checks.spark_read import (
-    CALL_SCHEMA,
-    OPERATION_SCHEMA,
-    call_from_row,
-    call_row,
-    calls_frame,
-    history_error_text,
-    operation_row,
-    operations_frame,
-)
+from spark_checks.spark_read import border_frame, count_starts, head, json_text, stage1_frame
 
 pytest.importorskip("pyspark")
 
@@ -78,21 +74,61 @@ def small_row_groups(path: Path, rows: int) -> Path:
     return path
 
 
-def expected_calls(path: Path, fmt: str) -> list[dict[str, Any]]:
+CALL_SCHEMA = (
+    "process string, f string, input string, output string, outcome string, invoke_index long, "
+    "complete_index long, key string, invoke_time long, complete_time long, completion_value string"
+)
+"""A call as a row: `history.Call`'s fields, JSON values as JSON text."""
+
+
+def call_values(call: Call) -> tuple[Any, ...]:
+    def text(value: Any) -> str | None:
+        return None if value is None else json_text(value)
+
+    return (
+        json_text(call.process),
+        call.f,
+        text(call.input),
+        text(call.output),
+        call.outcome.value,
+        call.invoke_index,
+        call.complete_index,
+        text(call.key),
+        call.invoke_time,
+        call.complete_time,
+        text(call.completion_value),
+    )
+
+
+def expected_calls(path: Path, fmt: str) -> list[tuple[Any, ...]]:
     """The local engine's calls of a history, as rows of CALL_SCHEMA."""
-    _, operations = open_history(path, fmt)
-    where: dict[int, Position] = {operation.index: at for operation, at in operation_positions(path, fmt)}
+    return [call_values(call) for call in pair_calls(open_history(path, fmt)[1], str(path))]
 
-    def position(index: int | None) -> int | None:
-        if index is None:
-            return None
-        at = where[index]
-        return at.line if at.line is not None else at.row
 
-    return [
-        call_row(call, position(call.invoke_index), position(call.complete_index))
-        for call in pair_calls(operations, str(path))
-    ]
+def engine_calls(spark: Any, path: Path, fmt: str, uri: str | None = None) -> Any:
+    """The calls the Spark engine's stage 1 and border pairing make of a history, as a
+    DataFrame of CALL_SCHEMA (a register plan: each call is its own piece)."""
+    from pyspark.sql import functions as sql
+
+    uri = uri or path.as_uri()
+    plan = Plan("register")
+    _, _, lacks_indexes = head(spark, uri, str(path), fmt)
+    starts = count_starts(spark, uri, fmt) if lacks_indexes else None
+    stage1 = stage1_frame(spark, uri, fmt, plan, str(path), starts)
+    border = border_frame(stage1, plan, str(path), 4)
+    errors = stage1.unionByName(border).where(sql.col("kind") == distributed.ERROR).collect()
+    assert not errors, [bytes(row["payload"]) for row in errors]
+    calls = stage1.unionByName(border).where(sql.col("kind") == distributed.CALLS)
+
+    def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            made = distributed.decode_part(batch.column("payload").to_pylist())[0]
+            rows = [call_values(call) for call in made]
+            columns = list(zip(*rows, strict=True)) if rows else [()] * 11
+            names = [field.split()[0] for field in CALL_SCHEMA.split(", ")]
+            yield pa.RecordBatch.from_arrays([pa.array(column) for column in columns], names=names)
+
+    return calls.select("payload").mapInArrow(decode, CALL_SCHEMA)
 
 
 @pytest.fixture
@@ -129,21 +165,25 @@ def history_files(tmp: Path, published: bool) -> dict[str, tuple[Path, str]]:
     return files
 
 
-def crosses_a_split(path: Path, fmt: str, call: dict[str, Any]) -> bool:
-    """Whether a call's invocation and completion lie in different tiny splits (or row groups)."""
-    if call["complete_position"] is None:
-        return False
-    if fmt == "parquet":
-        return bool(call["invoke_position"] // ROW_GROUP_ROWS != call["complete_position"] // ROW_GROUP_ROWS)
+def crosses_a_split(path: Path, fmt: str) -> bool:
+    """Whether some call's invocation and completion lie in different tiny splits (or row groups)."""
+    where = {operation.index: at for operation, at in operation_positions(path, fmt)}
     starts = [0]
     for line in path.read_bytes().splitlines(keepends=True):
         starts.append(starts[-1] + len(line))
-    invoked, completed = int(call["invoke_position"]), int(call["complete_position"])
-    return starts[invoked - 1] // TINY_SPLIT_BYTES != starts[completed - 1] // TINY_SPLIT_BYTES
 
+    def split_of(index: int) -> int:
+        at = where[index]
+        if at.row is not None:
+            return at.row // ROW_GROUP_ROWS
+        return starts[(at.line or 1) - 1] // TINY_SPLIT_BYTES
 
-def spark_calls(spark: Any, path: Path, fmt: str, uri: str | None = None) -> Any:
-    return calls_frame(operations_frame(spark, uri or str(path), fmt, name=str(path)), str(path), 4)
+    calls = pair_calls(open_history(path, fmt)[1])
+    return any(
+        split_of(call.invoke_index) != split_of(call.complete_index)
+        for call in calls
+        if call.complete_index is not None
+    )
 
 
 @pytest.mark.parametrize(
@@ -155,44 +195,17 @@ def test_calls_equal_the_local_readers_with_tiny_splits(
     from pyspark.testing import assertDataFrameEqual
 
     for label, (path, fmt) in history_files(tmp_path, published).items():
-        expected = expected_calls(path, fmt)
         if fmt != "parquet":
             assert path.stat().st_size > 2 * TINY_SPLIT_BYTES, label  # several splits
-        actual = spark_calls(spark, path, fmt)
-        assertDataFrameEqual(actual, spark.createDataFrame(expected, CALL_SCHEMA))
-        assert any(crosses_a_split(path, fmt, row) for row in expected), label
-
-
-def test_calls_decode_to_the_local_calls(spark: Any, tmp_path: Path) -> None:
-    operations = kafka_operations()
-    path = tmp_path / "kafka.jsonl"
-    write_jsonl(path, operations)
-    calls = [call_from_row(row.asDict()) for row in spark_calls(spark, path, "jsonl").collect()]
-    assert sorted(calls, key=lambda call: call.invoke_index) == sorted(
-        pair_calls(operations), key=lambda call: call.invoke_index
-    )
-
-
-def test_operations_equal_the_local_readers(spark: Any, tmp_path: Path) -> None:
-    from pyspark.testing import assertDataFrameEqual
-
-    path = write_edn(tmp_path / "kafka.edn", kafka_operations())
-    expected = [operation_row(operation, at.line, None) for operation, at in operation_positions(path, "edn")]
-    actual = operations_frame(spark, path.as_uri(), "edn", name=str(path))
-    assertDataFrameEqual(actual, spark.createDataFrame(expected, OPERATION_SCHEMA))
-
-
-def test_a_file_uri_is_read(spark: Any, tmp_path: Path) -> None:
-    path = tmp_path / "kafka.jsonl"
-    write_jsonl(path, kafka_operations())
-    uri = path.as_uri()
-    assert uri.startswith("file://")
-    rows = spark_calls(spark, path, "jsonl", uri=uri).collect()
-    assert by_invocation(row.asDict() for row in rows) == by_invocation(expected_calls(path, "jsonl"))
+        assert crosses_a_split(path, fmt), label
+        expected = spark.createDataFrame(expected_calls(path, fmt), CALL_SCHEMA)
+        assertDataFrameEqual(engine_calls(spark, path, fmt), expected)
 
 
 def test_missing_indexes_and_blank_lines_across_splits(spark: Any, tiny_splits: None, tmp_path: Path) -> None:
     """An operation without `index` takes its position among the file's operations."""
+    from pyspark.testing import assertDataFrameEqual
+
     lines = []
     for number, operation in enumerate(kafka_operations()):
         obj = {"process": operation.process, "type": operation.type.value, "f": operation.f}
@@ -200,22 +213,17 @@ def test_missing_indexes_and_blank_lines_across_splits(spark: Any, tiny_splits: 
         lines.append(json.dumps(obj) + "\n" + ("\n  \t\u3000\n" if number % 7 == 0 else ""))
     path = tmp_path / "no-index.jsonl"
     path.write_text("".join(lines), encoding="utf-8")
-    rows = spark_calls(spark, path, "jsonl").collect()
-    assert by_invocation(row.asDict() for row in rows) == by_invocation(expected_calls(path, "jsonl"))
-    indexes = sorted(operations_frame(spark, str(path), "jsonl").select("index").toPandas()["index"])
-    assert indexes == list(range(len(lines)))
+    expected = expected_calls(path, "jsonl")
+    indexes = {row[5] for row in expected} | {row[6] for row in expected if row[6] is not None}
+    assert indexes == set(range(len(lines)))  # each operation's ordinal, blank lines skipped
+    assertDataFrameEqual(engine_calls(spark, path, "jsonl"), spark.createDataFrame(expected, CALL_SCHEMA))
 
 
-def by_invocation(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    return sorted(rows, key=lambda row: int(row["invoke_index"]))
-
-
-def spark_error(action: Any) -> str:
-    with pytest.raises(Exception) as raised:
-        action()
-    text = history_error_text(raised.value)
-    assert text is not None, str(raised.value)[:2000]
-    return text
+def spark_error(path: Path, fmt: str = "auto") -> str:
+    options = VerifyOptions(engine="spark", fmt=fmt, spark_range_bytes=TINY_SPLIT_BYTES)
+    with pytest.raises(HistoryError) as raised:
+        verify_history(path, options)
+    return str(raised.value)
 
 
 def local_error(path: Path, fmt: str) -> str:
@@ -239,7 +247,7 @@ def spoil(lines: list[str], at: int, bad: str) -> list[str]:
     ],
 )
 def test_a_malformed_line_is_named_as_the_local_reader_names_it(
-    spark: Any, tiny_splits: None, tmp_path: Path, fmt: str, bad: str
+    spark: Any, tmp_path: Path, fmt: str, bad: str
 ) -> None:
     operations = kafka_operations()
     clean = tmp_path / "clean.jsonl"
@@ -249,10 +257,10 @@ def test_a_malformed_line_is_named_as_the_local_reader_names_it(
         write_jsonl(clean, operations)
     lines = clean.read_text(encoding="utf-8").splitlines(keepends=True)
     path = tmp_path / f"spoiled.{fmt}"
-    path.write_text("".join(spoil(lines, 150, bad)), encoding="utf-8")
+    path.write_text("".join(spoil(spoil(lines, 170, bad), 150, bad)), encoding="utf-8")
     expected = local_error(path, fmt)
-    assert f"{path}:151:" in expected
-    assert spark_error(lambda: operations_frame(spark, str(path), fmt).collect()) == expected
+    assert f"{path}:151:" in expected  # the first of two bad lines, in different splits
+    assert spark_error(path) == expected
 
 
 def test_a_malformed_parquet_row_is_named_as_the_local_reader_names_it(spark: Any, tmp_path: Path) -> None:
@@ -266,7 +274,7 @@ def test_a_malformed_parquet_row_is_named_as_the_local_reader_names_it(spark: An
     pq.write_table(table, path, row_group_size=32)
     expected = local_error(path, "parquet")
     assert "row 150" in expected
-    assert spark_error(lambda: operations_frame(spark, str(path), "parquet").collect()) == expected
+    assert spark_error(path) == expected
 
 
 def test_a_completion_without_invocation_names_its_line(spark: Any, tmp_path: Path) -> None:
@@ -281,28 +289,31 @@ def test_a_completion_without_invocation_names_its_line(spark: Any, tmp_path: Pa
     line = next(
         at.line for o, at in operation_positions(path, "jsonl") if o.index == operations[orphan].index
     )
-    text = spark_error(lambda: spark_calls(spark, path, "jsonl").collect())
-    assert text == f"{path}:{line}: {raised.value.message}"
+    assert spark_error(path) == f"{path}:{line}: {raised.value.message}"
 
 
-def test_an_edn_op_map_over_several_lines_is_refused_clearly(spark: Any, tmp_path: Path) -> None:
+def comparable(path: Path, engine: str) -> Any:
+    report = verify_history(path, VerifyOptions(engine=engine, spark_range_bytes=TINY_SPLIT_BYTES))
+    parts = sorted((json.dumps(r.partition), r.verdict, r.operations, r.evidence) for r in report.results)
+    return report.verdict, report.operations, report.calls, parts
+
+
+def test_an_edn_op_map_over_several_lines_is_read_whole_as_locally(spark: Any, tmp_path: Path) -> None:
     path = tmp_path / "pretty.edn"
     path.write_text(
         "[{:process 1, :type :invoke, :f :read, :value nil}\n"
         " {:process 1, :type :ok, :f :read,\n"
-        "  :value 3}]\n",
+        "  :value 3}\n"
+        " {:process 2, :type :invoke, :f :write, :value 3}\n"
+        " {:process 2, :type :ok, :f :write, :value 3}]\n",
         encoding="utf-8",
     )
-    assert len(local_error_free(path)) == 2
-    text = spark_error(lambda: operations_frame(spark, str(path), "edn").collect())
-    assert text.startswith(f"{path}:") and "one op map per line" in text and "--engine local" in text
-
-
-def local_error_free(path: Path) -> list[Operation]:
-    return list(open_history(path, "edn")[1])
+    assert comparable(path, "spark") == comparable(path, "local")
 
 
 def test_edn_comments_brackets_discards_and_crlf_read_as_locally(spark: Any, tmp_path: Path) -> None:
+    from pyspark.testing import assertDataFrameEqual
+
     path = tmp_path / "layout.edn"
     path.write_bytes(
         b"; a Knossos-style history\r\n"
@@ -314,21 +325,41 @@ def test_edn_comments_brackets_discards_and_crlf_read_as_locally(spark: Any, tmp
         b" {:process 1, :type :ok, :f :write, :value 3}\r\n"
         b" {:process 2, :type :invoke, :f :read, :value nil}]\r\n"
     )
-    expected = [operation_row(operation, at.line, None) for operation, at in operation_positions(path, "edn")]
-    assert [row["line"] for row in expected] == [3, 6, 7, 8]
-    actual = [row.asDict() for row in operations_frame(spark, str(path), "edn").collect()]
-    assert sorted(actual, key=lambda row: int(row["line"])) == expected
-    calls = by_invocation(row.asDict() for row in spark_calls(spark, path, "edn").collect())
-    assert calls == by_invocation(expected_calls(path, "edn"))
-    assert [call["outcome"] for call in calls] == ["ok", "info"]
+    expected = expected_calls(path, "edn")
+    assert [row[4] for row in expected] == ["ok", "info"]
+    assertDataFrameEqual(engine_calls(spark, path, "edn"), spark.createDataFrame(expected, CALL_SCHEMA))
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
 def test_a_missing_file_is_named_as_the_local_reader_names_it(spark: Any, tmp_path: Path, fmt: str) -> None:
     path = tmp_path / f"missing.{fmt}"
-    with pytest.raises(HistoryError) as raised:
-        operations_frame(spark, str(path), fmt)
-    assert str(raised.value) == local_error(path, fmt)
+    assert spark_error(path, fmt) == local_error(path, fmt)
+
+
+def test_a_jepsen_shaped_history_is_checked_alike_with_its_drain_polls_split_by_key(
+    spark: Any, tmp_path: Path
+) -> None:
+    from pyspark.sql import functions as sql
+
+    operations = list(
+        generate_history(
+            600, 6, seed=5, producers=3, consumers=3, max_batch=50, final_polls="from-start", final_batch=None
+        )
+    )
+    path = tmp_path / "jepsen.jsonl"
+    write_jsonl(path, operations)
+    assert comparable(path, "spark") == comparable(path, "local")
+    # The last line (a final poll of every key) leaves its task as one piece per key.
+    uri, plan = path.as_uri(), Plan("kafka")
+    stage1 = stage1_frame(spark, uri, "jsonl", plan, str(path), None)
+    last = operations[-1].index
+    parts = {
+        row["part"]
+        for row in stage1.where(sql.col("kind") == distributed.CALLS).collect()
+        for piece in json.loads(bytes(row["payload"]))
+        if len(piece) > 7 and piece[8] == last
+    }
+    assert len(parts - {"cross-key cycles"}) == 6
 
 
 def test_a_compressed_history_is_read_by_spark_alone(spark: Any, tmp_path: Path) -> None:
@@ -339,7 +370,7 @@ def test_a_compressed_history_is_read_by_spark_alone(spark: Any, tmp_path: Path)
     write_jsonl(plain, kafka_operations())
     packed = tmp_path / "kafka.jsonl.gz"
     packed.write_bytes(gzip.compress(plain.read_bytes()))
-    rows = calls_frame(operations_frame(spark, packed.as_uri(), "jsonl", name=str(plain)), str(plain), 4)
-    assert by_invocation(row.asDict() for row in rows.collect()) == by_invocation(
-        expected_calls(plain, "jsonl")
-    )
+    from pyspark.testing import assertDataFrameEqual
+
+    expected = spark.createDataFrame(expected_calls(plain, "jsonl"), CALL_SCHEMA)
+    assertDataFrameEqual(engine_calls(spark, plain, "jsonl", uri=packed.as_uri()), expected)
