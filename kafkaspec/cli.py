@@ -667,7 +667,6 @@ def verify_command(
     no operation), 2 input error.
     With many files: 1 if any is invalid, else 2 if any is bad input, else 3 if any is unknown.
     """
-    from spark_checks.batch import is_many
     from spark_checks.checking import Budget
     from spark_checks.engine import VerifyOptions, verify_history
     from spark_checks.history import HistoryError, Whereabouts
@@ -719,7 +718,7 @@ def verify_command(
     pool = WorkerPool(workers or available_cores(), SEARCHES_MEMORY_BYTES if max_memory_mb is None else None)
     state = click.get_current_context().ensure_object(RunState)
     whereabouts = state.whereabouts = state.whereabouts or Whereabouts()
-    if is_many(histories):
+    if _many_files(histories):
         with pool:
             return _verify_many(
                 histories, options, pool, report_path, as_json, console, whereabouts, spark_conf
@@ -752,6 +751,12 @@ def verify_command(
                 raise UsageProblem(f"{path}: {error}") from None
             reports.append(report)
     return _print_reports(reports, report_path, as_json, console)
+
+
+def _many_files(arguments: Sequence[str]) -> bool:
+    """Whether `verify` runs over many files (`spark_checks.batch`, imported only then): more
+    than one argument, or any directory. One file behaves as it always has."""
+    return len(arguments) > 1 or any(os.path.isdir(argument) for argument in arguments)
 
 
 def _print_reports(

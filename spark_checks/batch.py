@@ -127,11 +127,6 @@ def directory_problem(path: str) -> str | None:
     return f"{path}: a directory with no history files (extensions {', '.join(HISTORY_EXTENSIONS)})"
 
 
-def is_many(arguments: Sequence[str]) -> bool:
-    """Whether a run is over many files: more than one argument, or any directory."""
-    return len(arguments) > 1 or any(os.path.isdir(argument) for argument in arguments)
-
-
 def bad_input_message(path: str, error: Exception) -> str:
     """A bad file's one-line message, as `kafkaspec verify` prints it for a single file."""
     return str(error) if isinstance(error, HistoryError) else f"{path}: {error}"

@@ -99,6 +99,7 @@ NOT_FOR_ONE_SMALL_HISTORY = (
     "conformance",
     "kafkaspec.render",
     "kafkaspec.docs",
+    "spark_checks.batch",  # many files only
     "spark_checks.report_html",  # --report only
     "spark_checks.spark_read",
     "spark_checks.kafka_histories",
