@@ -12,11 +12,13 @@ the distinct states per second of
   2-core machine they also count waiting for a core;
 * `--workers` processes, per wall-clock second (`Np/s`): what `kafkaspec check --workers N`
   delivers (helpers' CPU is not this process's, so only wall clock says it), with the
-  speed-up over one process's wall clock (`Np x`), and from the fork on each process's CPU
-  seconds and the seconds it waited for the others, the largest of each (`Np cpu`,
-  `Np wait`; `-` when no level was large enough to fork); on a loaded machine the processes
-  wait for a core, so `load` (the one-minute load average after the scenario) says how far
-  the wall clocks can be read;
+  speed-up over one process's wall clock (`Np x`); on a loaded machine the processes wait
+  for a core, so `load` (the one-minute load average after the scenario) says how far the
+  wall clocks can be read, and the CPU seconds say what idle cores would give: `Np cpu` is
+  the run's critical path in CPU seconds (the caller's CPU, or the part before the fork plus
+  the busiest helper's, whichever is larger), `cpu x` one process's CPU seconds over it, and
+  `Np wait` the longest a process waited for the others (`-`: no level was large enough to
+  fork);
 * with `--baseline REV`, the same one-process run of the spec and checker as they were at git
   revision REV (`git archive REV spec`, run in a process of its own that the bench asks for one
   scenario at a time, so the two versions alternate under the same load), with the speed-up `x`
@@ -188,6 +190,17 @@ def best_baseline(
     return min(measured, key=lambda run: run[1]) if measured else None
 
 
+def critical_cpu(caller_cpu: float, processes: tuple[tuple[float, float], ...]) -> float:
+    """CPU seconds on the critical path of a check in several processes: the caller's own
+    CPU (before the fork, its share, the trace), or the part before the fork plus the
+    busiest helper's CPU from the fork on, whichever is larger (`processes`: each process's
+    CPU and waiting seconds from the fork on, the caller first; empty: no fork)."""
+    if not processes:
+        return caller_cpu
+    before_fork = caller_cpu - processes[0][0]
+    return max(caller_cpu, before_fork + max(cpu for cpu, _ in processes))
+
+
 def verdict(rate: float, seconds: float) -> str:
     if seconds < TINY_SECONDS:
         return "tiny"
@@ -231,7 +244,7 @@ def main() -> None:
         header += f" {'base/cpu-s':>10} {'x':>5}"
     if workers > 1:
         header += f" {f'{workers}p s':>6} {f'{workers}p/s':>8} {f'{workers}p x':>5} {f'{workers}p cpu':>6}"
-        header += f" {f'{workers}p wait':>7}"
+        header += f" {'cpu x':>5} {f'{workers}p wait':>7}"
     print(header + f" {'verdict':>8} {'load':>5}")
     totals = {"one": 0.0, "cpu": 0.0, "base": 0.0, "common": 0.0, "parallel": 0.0, "states": 0.0}
     verdicts: dict[str, list[str]] = {}
@@ -261,11 +274,12 @@ def main() -> None:
             line_rates.append(together.result.states_per_second)
             processes = together.result.processes
             speedup = result.seconds / together.result.seconds if together.result.seconds > 0 else 0.0
-            cpu_text = f"{max(cpu for cpu, _ in processes):>6.2f}" if processes else f"{'-':>6}"
+            critical = critical_cpu(together.cpu, processes)
             wait_text = f"{max(wait for _, wait in processes):>7.2f}" if processes else f"{'-':>7}"
             parallel_text = (
                 f" {together.result.seconds:>6.2f} {together.result.states_per_second:>8,.0f}"
-                f" {speedup:>5.2f} {cpu_text} {wait_text}"
+                f" {speedup:>5.2f} {critical:>6.2f} {one.cpu / critical if critical > 0 else 0.0:>5.2f}"
+                f" {wait_text}"
             )
         totals["one"] += result.seconds
         totals["cpu"] += one.cpu

@@ -179,7 +179,7 @@ def _first_failing(properties: Iterable[tuple[str, Callable[[State], bool]]], st
     return None
 
 
-PARALLEL_FROM = 256
+PARALLEL_FROM = 128
 """Smallest frontier worth forking helpers for: below it a level takes a few milliseconds."""
 
 ROUND_POSITIONS = 2048
@@ -833,9 +833,9 @@ def _check_new(
                 if reached(state):
                     first_witness[name] = key
                     del witnesses[name]
-        failing = _first_failing(invariants, state)
-        if failing is not None:
-            return new[: number + 1], (key, count, failing), first_witness
+        for name, holds in invariants:
+            if not holds(state):
+                return new[: number + 1], (key, count, name), first_witness
     return new, None, first_witness
 
 

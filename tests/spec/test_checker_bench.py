@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.model_check import BASELINE_SERVER, TARGET_BEST, TARGET_LOW, TINY_SECONDS, verdict
+from bench.model_check import BASELINE_SERVER, TARGET_BEST, TARGET_LOW, TINY_SECONDS, critical_cpu, verdict
 from spec.scenarios import SCENARIOS_BY_NAME, run_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,6 +23,12 @@ def test_verdicts() -> None:
     assert verdict(20_000.0, 1.0) == "2x low"
     assert verdict(17_999.0, 1.0) == "below"
     assert verdict(1.0, TINY_SECONDS / 2) == "tiny"
+
+
+def test_the_critical_path_of_several_processes() -> None:
+    assert critical_cpu(3.0, ()) == 3.0  # no fork: the caller's CPU
+    assert critical_cpu(3.0, ((2.5, 0.1), (3.5, 0.0))) == 4.0  # 0.5 before the fork, then the helper
+    assert critical_cpu(3.0, ((2.5, 0.1), (1.0, 2.0))) == 3.0  # the caller is the busiest
 
 
 def test_the_baseline_process_answers_scenario_by_scenario() -> None:
