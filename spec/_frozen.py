@@ -18,6 +18,9 @@ classes stay ordinary frozen, slotted dataclasses, and equality, hashing, constr
   arguments over and over (the same log truncated at the same offset in thousands of
   interleavings). Besides skipping the work, equal results become the *same* object, so
   their hash is computed once and comparing two states that share them is an identity test.
+* `SharedSteps`: a stuck check (`spec.machines.not_stuck`) applies actions to a state the
+  checker has just found, and the checker applies the same actions to it again when it
+  expands it a level later; the successors the check computed are handed over instead.
 """
 
 from __future__ import annotations
@@ -25,12 +28,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, cast
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
 T = TypeVar("T")
+S = TypeVar("S")
+A = TypeVar("A")
 D = TypeVar("D", bound="DataclassInstance")
 P = ParamSpec("P")
 
@@ -139,3 +144,44 @@ def replace(obj: T, /, **changes: Any) -> T:
     replacer = _REPLACERS.get(obj.__class__) or _make_replacer(obj.__class__)
     result: T = replacer(obj, **changes)
     return result
+
+
+_NOT_KNOWN: Any = object()
+
+
+class SharedSteps(Generic[S, A]):
+    """One model's `step`, shared between its stuck check and the checker's expansion.
+
+    The stuck check runs on every state the checker finds, and applies the protocol's actions
+    to it until one changes it; the checker applies those same actions to that state when it
+    expands it, one level later. `remember` (for the check) applies an action and keeps the
+    successor; `step` (for the checker) hands a kept successor over once, or applies the
+    action. The step function is pure, so a successor handed over equals the one it would
+    compute. At most `capacity` successors are kept (all are dropped when full: a state the
+    search never expands, at the depth bound or expanded by another process, leaves its
+    successors behind). One per model: nothing is shared between models or processes.
+
+    Measured with callgrind (instructions, not disturbed by load): consumer-two-revocation-rounds
+    10% fewer (4.73 to 4.25 billion, imports excluded; 8,511 of 65,000 steps handed over);
+    scenarios whose properties leave out the stuck check are unchanged."""
+
+    def __init__(self, step: Callable[[S, A], S | None], capacity: int = MEMO_SIZE) -> None:
+        self._step = step
+        self._capacity = capacity
+        self._kept: dict[tuple[S, A], S | None] = {}
+
+    def remember(self, state: S, action: A) -> S | None:
+        """`step(state, action)`, kept for the checker."""
+        successor = self._step(state, action)
+        kept = self._kept
+        if len(kept) >= self._capacity:
+            kept.clear()
+        kept[(state, action)] = successor
+        return successor
+
+    def step(self, state: S, action: A) -> S | None:
+        """`step(state, action)`: the successor `remember` kept (then forgotten), else computed."""
+        successor: S | None = self._kept.pop((state, action), _NOT_KNOWN)
+        if successor is _NOT_KNOWN:
+            return self._step(state, action)
+        return successor

@@ -43,6 +43,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 
+from spec._frozen import SharedSteps
 from spec.checker import Model
 from spec.group import classic
 from spec.group.assignors import ASSIGNORS, COOPERATIVE_STICKY, ROUND_ROBIN, rebalance_protocol
@@ -116,12 +117,12 @@ def model_for(
     """The checker's view of the classic protocol under `config`: `properties` may name
     invariants, step properties and the stuck check."""
     candidates = partial(classic.candidate_actions, config)
-    transition = partial(classic.step, config)
+    transition = SharedSteps(partial(classic.step, config))  # the stuck check's successors, reused
     invariants: dict[str, Callable[[ClassicState], bool]] = {}
     steps: dict[str, Callable[[ClassicState, ClassicState], bool]] = {}
     for name in properties:
         if name == classic.STUCK:
-            invariants[name] = not_stuck(classic.rebalance_waiting, candidates, transition)
+            invariants[name] = not_stuck(classic.rebalance_waiting, candidates, transition.remember)
         elif name in classic.INVARIANTS:
             invariants[name] = partial(classic.INVARIANTS[name], config)
         else:
@@ -129,7 +130,7 @@ def model_for(
     return Model(
         initial_states=(classic.initial_state(config),),
         candidate_actions=candidates,
-        step=transition,
+        step=transition.step,
         invariants=invariants,
         step_properties=steps,
         witnesses={name: partial(classic.WITNESSES[name], config) for name in witnesses},

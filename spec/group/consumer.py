@@ -1465,18 +1465,21 @@ def progress_actions(config: ConsumerGroupConfig, state: GroupState) -> Iterator
             yield CoordinatorSessionTimeout(c)
 
 
-def rebalance_completes(config: ConsumerGroupConfig) -> Callable[[GroupState], bool]:
+def rebalance_completes(
+    config: ConsumerGroupConfig, apply: Callable[[GroupState, Action], GroupState | None] | None = None
+) -> Callable[[GroupState], bool]:
     """The stuck check: it fails in a state where consumers wait (`members_wait`) and none of the
     protocol's own actions (`progress_actions`) changes anything. Under the old rejoin rule a
     consumer fenced with FENCED_MEMBER_EPOCH while the coordinator still has its member rejoins
     with epoch 0 and is refused again and again (KAFKA-19233): only its session timeout can end
-    the wait."""
+    the wait. `apply` is `step` under `config` (the model passes one that keeps the successors
+    for the checker, `spec._frozen.SharedSteps`)."""
     from spec.machines import not_stuck
 
     return not_stuck(
         members_wait,
         lambda state: progress_actions(config, state),
-        lambda state, action: step(config, state, action),
+        apply or (lambda state, action: step(config, state, action)),
     )
 
 
@@ -1494,9 +1497,11 @@ INVARIANTS: dict[str, Callable[[GroupState], bool]] = {
 depends on the configuration and is built by `invariants_for`)."""
 
 
-def invariants_for(config: ConsumerGroupConfig) -> dict[str, Callable[[GroupState], bool]]:
-    """Every invariant, the stuck check included, for `config`."""
-    return {**INVARIANTS, "rebalance_completes": rebalance_completes(config)}
+def invariants_for(
+    config: ConsumerGroupConfig, apply: Callable[[GroupState, Action], GroupState | None] | None = None
+) -> dict[str, Callable[[GroupState], bool]]:
+    """Every invariant, the stuck check included, for `config` (`apply`: see `rebalance_completes`)."""
+    return {**INVARIANTS, "rebalance_completes": rebalance_completes(config, apply)}
 
 
 # ---------------------------------------------------------------------------------------

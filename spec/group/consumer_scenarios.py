@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from functools import partial
 
+from spec._frozen import SharedSteps
 from spec.checker import Model
 from spec.group import consumer
 from spec.group.consumer import (
@@ -111,11 +112,12 @@ def model_for(
 ) -> Model[GroupState, Action]:
     """The checker's view of the consumer group under `config`; a name in `invariants` may also be
     the step property `epochs_only_grow`."""
-    every = consumer.invariants_for(config)
+    steps = SharedSteps(partial(consumer.step, config))  # the stuck check's successors, reused
+    every = consumer.invariants_for(config, steps.remember)
     return Model(
         initial_states=(consumer.initial_state(config),),
         candidate_actions=partial(consumer.candidate_actions, config),
-        step=partial(consumer.step, config),
+        step=steps.step,
         invariants={name: every[name] for name in invariants if name in every},
         step_properties={
             name: consumer.STEP_PROPERTIES[name] for name in invariants if name in consumer.STEP_PROPERTIES
