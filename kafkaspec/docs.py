@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kafkaspec.outcomes import Findings, FindingsCache, scenario_witness_traces
 from kafkaspec.render import action_name, describe_action
 from kafkaspec.witnesses import WitnessTrace, witness_trace
 from spec.checker import CheckResult, Model, TraceStep, check, default_workers
@@ -1032,28 +1033,65 @@ def _scenario_index() -> str:
     return "\n".join(out)
 
 
-def _scenario_page_text(index: int) -> str:
-    """Check `SCENARIOS[index]` and write its page (in a worker process, or here)."""
+def _findings_for_page(
+    task: tuple[int, bool],
+) -> tuple[CheckResult[Any, Any] | None, tuple[WitnessTrace, ...]]:
+    """In a worker process: what the page of `SCENARIOS[index]` still lacks. With its outcome
+    known (so without violation: a page with a counterexample lacks nothing), its witness
+    traces; otherwise its check result and, without violation, its witness traces."""
+    index, outcome_known = task
     scenario = SCENARIOS[index]
+    if outcome_known:
+        return None, tuple(
+            witness_trace(scenario, scenario.config, name, scenario.max_depth) for name in scenario.witnesses
+        )
     outcome = run_scenario(scenario)
-    witnesses = witness_traces(outcome) if outcome.result.violation is None else []
-    return scenario_page(outcome, witnesses, read_machine(scenario.machine, SCENARIOS))
+    return outcome.result, scenario_witness_traces(outcome)
 
 
-def _scenario_pages(workers: int) -> list[str]:
-    """Every scenario's page, in order; checked in `workers` forked processes when above one
-    (each scenario is one task: they are independent, and the large ones come first)."""
-    if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-        return [_scenario_page_text(index) for index in range(len(SCENARIOS))]
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        return list(pool.map(_scenario_page_text, range(len(SCENARIOS))))
+def scenario_findings(
+    scenarios: Sequence[Scenario[Any]], cache: FindingsCache, workers: int = 1
+) -> list[Findings]:
+    """Every scenario's findings (outcome and witness traces), in order: reused from `cache`
+    when `kafkaspec.outcomes.reusable`, otherwise computed and added to it. Computed in
+    `workers` forked processes when above one and the scenarios are the named ones of
+    `spec.scenarios` (each scenario is one task: they are independent, and the large ones come
+    first)."""
+    lacking = [scenario for scenario in scenarios if not _complete(cache.get(scenario))]
+    indexes = {id(scenario): index for index, scenario in enumerate(SCENARIOS)}
+    if (
+        workers > 1
+        and len(lacking) > 1
+        and "fork" in multiprocessing.get_all_start_methods()
+        and all(id(scenario) in indexes for scenario in lacking)
+    ):
+        tasks = [(indexes[id(scenario)], cache.get(scenario) is not None) for scenario in lacking]
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            for scenario, (result, traces) in zip(lacking, pool.map(_findings_for_page, tasks), strict=True):
+                known = cache.get(scenario)
+                if known is not None:
+                    outcome = known.outcome
+                else:
+                    assert result is not None
+                    outcome = ScenarioOutcome(scenario, scenario.config, scenario.max_depth, result)
+                cache.put(Findings(outcome, traces, cache.digest))
+    return [cache.findings(scenario) for scenario in scenarios]
+
+
+def _complete(findings: Findings | None) -> bool:
+    return findings is not None and findings.complete
 
 
 def generate_pages(
-    srcdir: Path, has_dot: bool, workers: int = 1, say: Callable[[str], None] = lambda _: None
+    srcdir: Path,
+    has_dot: bool,
+    workers: int = 1,
+    say: Callable[[str], None] = lambda _: None,
+    cache: FindingsCache | None = None,
 ) -> list[str]:
     """Write the generated pages into `srcdir` (beside the hand-written ones); returns their
-    document names. `workers` processes check the scenarios; `say` hears what is being done."""
+    document names. `workers` processes check the scenarios whose findings `cache` does not
+    hold already (it gains them); `say` hears what is being done."""
     written: list[str] = []
 
     def write(docname: str, text: str) -> None:
@@ -1086,7 +1124,10 @@ def generate_pages(
         ),
     )
     say(f"checking {len(SCENARIOS)} scenarios for their pages")
-    for scenario, page in zip(SCENARIOS, _scenario_pages(workers), strict=True):
+    cache = FindingsCache() if cache is None else cache
+    for findings in scenario_findings(SCENARIOS, cache, workers):
+        scenario = findings.outcome.scenario
+        page = scenario_page(findings.outcome, findings.witnesses or (), docs[id(scenario.machine)])
         write(f"scenarios/{scenario.name}", page)
     write("scenarios/index", _scenario_index())
     return written
@@ -1098,11 +1139,16 @@ def generate_pages(
 
 
 def build_docs(
-    out: Path, workers: int | None = None, say: Callable[[str], None] = lambda _: None
+    out: Path,
+    workers: int | None = None,
+    say: Callable[[str], None] = lambda _: None,
+    cache: FindingsCache | None = None,
 ) -> BuildResult:
     """Generate the pages and build the site into `out` (a new or empty directory, or a
     previous build, which is replaced). `workers` processes (default: the idle cores, as
-    `kafkaspec check --workers auto`) check the scenarios and run Sphinx."""
+    `kafkaspec check --workers auto`) check the scenarios and run Sphinx. The scenario pages
+    reuse the findings `cache` holds for the scenarios as defined and the spec's current
+    source (`kafkaspec.outcomes`), and the cache gains what the build computed."""
     started = time.perf_counter()
     check_output_dir(out)
     try:
@@ -1122,7 +1168,7 @@ def build_docs(
     with tempfile.TemporaryDirectory(prefix="kafkaspec-docs-") as scratch:
         srcdir = Path(scratch) / "src"
         shutil.copytree(DOCS_SOURCE, srcdir, ignore=shutil.ignore_patterns("__pycache__", "_build"))
-        generated = generate_pages(srcdir, has_dot, workers, say)
+        generated = generate_pages(srcdir, has_dot, workers, say, cache)
         say("Sphinx: building the HTML")
         warnings = io.StringIO()
         app = Sphinx(
@@ -1163,6 +1209,7 @@ __all__ = [
     "module_page",
     "read_machine",
     "rst_text",
+    "scenario_findings",
     "scenario_page",
     "trace_html",
     "witness_traces",

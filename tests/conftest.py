@@ -1,14 +1,20 @@
-"""Shared pytest configuration: Hypothesis profiles and the session-wide SparkSession."""
+"""Shared pytest configuration: Hypothesis profiles, the session-wide SparkSession, and the
+scenarios' findings computed once per session."""
 
 from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+import spec.scenarios
+from kafkaspec.outcomes import FindingsCache
+from spec.machines import Scenario, ScenarioOutcome, run_scenario
+from tests.shared_findings import SHARED_FINDINGS
 
 # CI runs a fixed, derandomized profile so a red build can be reproduced; locally the
 # default profile explores new examples each run.
@@ -35,3 +41,38 @@ def spark() -> Iterator[Any]:
     session = spark_session()
     yield session
     session.stop()
+
+
+# ---------------------------------------------------------------------------------------
+# Scenario findings: each named scenario checked once per test run.
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def findings() -> FindingsCache:
+    """Every named scenario's outcome and witness traces, each computed on first request and
+    then shared (`tests/shared_findings.py`): the scenario tests, `check --all` and the
+    documentation build ask for the same scenarios under the same source, and
+    `kafkaspec.outcomes.reusable` refuses anything else."""
+    return SHARED_FINDINGS
+
+
+@pytest.fixture
+def shared_outcomes(findings: FindingsCache, monkeypatch: pytest.MonkeyPatch) -> FindingsCache:
+    """`kafkaspec check` (which runs `spec.scenarios.run_scenario`) answers a scenario as
+    defined (no `--max-depth`, no `--set`) from the session's findings; anything else is
+    checked as usual."""
+
+    def run(
+        scenario: Scenario[Any],
+        max_depth: int | None = None,
+        overrides: Mapping[str, str] | None = None,
+        progress: Callable[[int, int], None] | None = None,
+        workers: int = 1,
+    ) -> ScenarioOutcome[Any]:
+        if max_depth is None and not overrides:
+            return findings.outcome(scenario, workers)
+        return run_scenario(scenario, max_depth, overrides, progress, workers)
+
+    monkeypatch.setattr(spec.scenarios, "run_scenario", run)
+    return findings

@@ -109,7 +109,9 @@ def test_the_installed_entry_point_runs_without_a_traceback():
 
 
 @pytest.mark.slow
-def test_check_all_matches_every_expectation(capsys):
+def test_check_all_matches_every_expectation(capsys, shared_outcomes):
+    # each scenario's outcome is checked once per test run and shared with the documentation
+    # build (tests/conftest.py); the command's document, order and exit code are its own
     code, out, _ = run_cli(capsys, "check", "--all", "--json")
     document = json.loads(out)
     assert code == 0

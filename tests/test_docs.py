@@ -42,6 +42,7 @@ from kafkaspec.docs import (
     rst_text,
     witness_traces,
 )
+from kafkaspec.outcomes import FindingsCache
 from spec.composed_scenarios import REPLICATION_WITH_CONTROLLER
 from spec.controller.zk_scenarios import MACHINE as ZK_CONTROLLER
 from spec.machines import run_scenario
@@ -71,9 +72,9 @@ GLOSSARY_TERMS = (
 
 
 @pytest.fixture(scope="session")
-def site(tmp_path_factory: pytest.TempPathFactory) -> BuildResult:
+def site(tmp_path_factory: pytest.TempPathFactory, findings: FindingsCache) -> BuildResult:
     out = tmp_path_factory.mktemp("docs") / "site"
-    result = build_docs(out)
+    result = build_docs(out, cache=findings)  # reuses the outcomes `check --all` found (conftest.py)
     print(f"\ndocs built in {result.seconds:.1f} s: {result.index}")
     return result
 

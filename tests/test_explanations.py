@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from kafkaspec.witnesses import witness_trace
-from spec.machines import ScenarioOutcome, run_scenario
+from spec.machines import ScenarioOutcome
 from spec.scenarios import SCENARIOS, SCENARIOS_BY_NAME
+from tests.shared_findings import SHARED_FINDINGS
 
 # scenario: (violated property, steps of the shortest counterexample, the closing sentence)
 COUNTEREXAMPLES = {
@@ -589,7 +590,8 @@ def test_every_scenario_has_its_sentences() -> None:
 
 
 def _outcome(name: str) -> ScenarioOutcome[Any]:
-    return run_scenario(SCENARIOS_BY_NAME[name])
+    """Each scenario is checked once per test session (shared with the other tests)."""
+    return SHARED_FINDINGS.outcome(SCENARIOS_BY_NAME[name])
 
 
 @pytest.mark.parametrize("name", list(COUNTEREXAMPLES))

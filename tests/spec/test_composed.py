@@ -38,6 +38,7 @@ from spec.partition import (
 from spec.replication_with_controller import ComposedConfig, ComposedState
 from spec.scenarios import SCENARIOS_BY_NAME
 from spec.types import Acks, ReplicaId
+from tests.shared_findings import SHARED_FINDINGS
 
 BY_NAME = {scenario.name: scenario for scenario in SCENARIOS}
 CONTROLLER_ACTIONS = (
@@ -115,7 +116,7 @@ FAST_COUNTEREXAMPLES = [
 
 @pytest.mark.parametrize(("name", "steps"), FAST_COUNTEREXAMPLES)
 def test_counterexample_is_found_and_its_length_is_pinned(name, steps):
-    outcome = run_scenario(BY_NAME[name])
+    outcome = SHARED_FINDINGS.outcome(BY_NAME[name])
     assert outcome.as_expected
     violation = outcome.result.violation
     assert violation is not None
@@ -124,7 +125,7 @@ def test_counterexample_is_found_and_its_length_is_pinned(name, steps):
 
 @pytest.mark.slow
 def test_kip101_scenario_2_on_kraft_is_the_partition_path_with_replays():
-    outcome = run_scenario(BY_NAME["hw-truncation-divergence-on-kraft"])
+    outcome = SHARED_FINDINGS.outcome(BY_NAME["hw-truncation-divergence-on-kraft"])
     violation = outcome.result.violation
     assert outcome.as_expected and violation is not None
     actions = [type(step.action).__name__ for step in violation.trace[1:]]
@@ -141,13 +142,13 @@ def test_kip101_scenario_2_on_kraft_is_the_partition_path_with_replays():
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [scenario.name for scenario in SCENARIOS if not scenario.expect_violation])
 def test_scenario_holds_within_its_bound_and_is_not_vacuous(name):
-    outcome = run_scenario(BY_NAME[name])
+    outcome = SHARED_FINDINGS.outcome(BY_NAME[name])
     assert outcome.found == "no violation"
     assert outcome.as_expected, outcome.missing_witnesses
 
 
 def test_acks1_loss_on_kraft_is_a_zombie_leader_demoted_by_replay():
-    violation = run_scenario(BY_NAME["acks1-loss-on-kraft"]).result.violation
+    violation = SHARED_FINDINGS.outcome(BY_NAME["acks1-loss-on-kraft"]).result.violation
     assert violation is not None
     assert [step.action for step in violation.trace[1:]] == [
         ProducerSend(ReplicaId(0), Acks.LEADER),

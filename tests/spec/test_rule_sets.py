@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Sequence
-from functools import cache
 from typing import Any
 
 import pytest
@@ -22,6 +21,7 @@ from spec.scenarios import SCENARIOS as ALL_SCENARIOS
 from spec.scenarios import SCENARIOS_BY_NAME, check_overrides
 from spec.truncation import epoch_truncation_offset
 from spec.types import Record
+from tests.shared_findings import SHARED_FINDINGS
 
 BROKEN_TRACES = {
     # story: (the property the shortest counterexample breaks, its steps)
@@ -40,9 +40,9 @@ CHEAP_FIXED = {"kip-966-last-replica-standing", "kip-966-min-isr-hw"}
 """Fixed-rule runs of a few seconds; the others take 8-30 s each and are marked slow."""
 
 
-@cache
 def outcome(name: str) -> ScenarioOutcome[Any]:
-    return run_scenario(SCENARIOS_BY_NAME[name])
+    """Each scenario is checked once per test session (shared with the other tests)."""
+    return SHARED_FINDINGS.outcome(SCENARIOS_BY_NAME[name])
 
 
 # --- the rules by name -------------------------------------------------------------------

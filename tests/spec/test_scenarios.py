@@ -18,8 +18,7 @@ from spec.scenarios import (
     run_scenario,
 )
 from spec.types import Acks, TruncationRule
-
-_outcomes: dict[str, ScenarioOutcome[PartitionConfig]] = {}
+from tests.shared_findings import SHARED_FINDINGS
 
 
 def apply_overrides(config: PartitionConfig, overrides: dict[str, str]) -> PartitionConfig:
@@ -29,10 +28,8 @@ def apply_overrides(config: PartitionConfig, overrides: dict[str, str]) -> Parti
 
 
 def outcome_of(name: str) -> ScenarioOutcome[PartitionConfig]:
-    """Each scenario is checked once per test session."""
-    if name not in _outcomes:
-        _outcomes[name] = run_scenario(SCENARIOS_BY_NAME[name])
-    return _outcomes[name]
+    """Each scenario is checked once per test session (shared with the other tests)."""
+    return SHARED_FINDINGS.outcome(SCENARIOS_BY_NAME[name])
 
 
 def final_state(name: str) -> PartitionState:

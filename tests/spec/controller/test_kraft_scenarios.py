@@ -26,15 +26,12 @@ from spec.controller.kraft_partitions import ElrRule, LastKnownLeaderRule
 from spec.controller.kraft_scenarios import MACHINE, SCENARIOS, describe_state, explain, model_for
 from spec.machines import ScenarioOutcome, run_scenario
 from spec.scenarios import SCENARIOS_BY_NAME
-
-_outcomes: dict[str, ScenarioOutcome[KRaftConfig]] = {}
+from tests.shared_findings import SHARED_FINDINGS
 
 
 def outcome_of(name: str) -> ScenarioOutcome[KRaftConfig]:
-    """Each scenario is checked once per test session."""
-    if name not in _outcomes:
-        _outcomes[name] = run_scenario(SCENARIOS_BY_NAME[name])
-    return _outcomes[name]
+    """Each scenario is checked once per test session (shared with the other tests)."""
+    return SHARED_FINDINGS.outcome(SCENARIOS_BY_NAME[name])
 
 
 def violation_of(name: str) -> Violation[KRaftState, kraft.Action]:

@@ -14,7 +14,8 @@ from spec.controller import zk_requests
 from spec.controller import zk_states as sm
 from spec.controller.zk_requests import ALL_RULES, RULE_SETS, Request, Rule, Verdict
 from spec.controller.zk_scenarios import MACHINE, SCENARIOS, describe_state, explain, model
-from spec.machines import Scenario, run_scenario
+from spec.machines import Scenario
+from tests.shared_findings import SHARED_FINDINGS
 
 BY_NAME = {scenario.name: scenario for scenario in SCENARIOS}
 
@@ -41,7 +42,7 @@ def test_names_are_unique_kebab_case_and_on_this_machine() -> None:
 
 @pytest.mark.parametrize("name", sorted(COUNTEREXAMPLES))
 def test_counterexample_and_its_length(name: str) -> None:
-    outcome = run_scenario(BY_NAME[name])
+    outcome = SHARED_FINDINGS.outcome(BY_NAME[name])
     violation = outcome.result.violation
     assert violation is not None and outcome.as_expected
     prop, length = COUNTEREXAMPLES[name]
@@ -55,7 +56,7 @@ FAST_PASSES = ("zk-conditional-isr-write", "zk-reassignment")
 
 @pytest.mark.parametrize("name", FAST_PASSES)
 def test_passing_scenario_is_complete_and_not_vacuous(name: str) -> None:
-    outcome = run_scenario(BY_NAME[name])
+    outcome = SHARED_FINDINGS.outcome(BY_NAME[name])
     assert outcome.as_expected and outcome.result.complete
     assert all(outcome.result.witnesses_reached[w] for w in BY_NAME[name].witnesses)
 
@@ -65,7 +66,7 @@ def test_passing_scenario_is_complete_and_not_vacuous(name: str) -> None:
     "name", sorted(s.name for s in SCENARIOS if not s.expect_violation and s.name not in FAST_PASSES)
 )
 def test_slow_passing_scenario(name: str) -> None:
-    outcome = run_scenario(BY_NAME[name])
+    outcome = SHARED_FINDINGS.outcome(BY_NAME[name])
     assert outcome.as_expected and outcome.result.complete, outcome.missing_witnesses
 
 

@@ -13,15 +13,14 @@ from spec.group.classic import ClassicConfig, ConsumerProcess
 from spec.group.classic_scenarios import CLASSIC_GROUP, SAFETY, SCENARIOS, model_for
 from spec.group.types import ClassicGroupState, Errors
 from spec.machines import ConfigError, Scenario, ScenarioOutcome, run_scenario
+from tests.shared_findings import SHARED_FINDINGS
 
 BY_NAME = {scenario.name: scenario for scenario in SCENARIOS}
-_outcomes: dict[str, ScenarioOutcome[ClassicConfig]] = {}
 
 
 def outcome_of(name: str) -> ScenarioOutcome[ClassicConfig]:
-    if name not in _outcomes:
-        _outcomes[name] = run_scenario(BY_NAME[name])
-    return _outcomes[name]
+    """Each scenario is checked once per test session (shared with the other tests)."""
+    return SHARED_FINDINGS.outcome(BY_NAME[name])
 
 
 SHORTEST_TRACES = {

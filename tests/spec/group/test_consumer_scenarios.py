@@ -17,6 +17,7 @@ from spec.group import consumer
 from spec.group.consumer_scenarios import CONSUMER_GROUP, MACHINE, SCENARIOS, describe_state, explain
 from spec.group.types import Errors
 from spec.machines import ConfigError, Scenario, run_scenario
+from tests.shared_findings import SHARED_FINDINGS
 
 BY_NAME = {scenario.name: scenario for scenario in SCENARIOS}
 
@@ -54,7 +55,7 @@ def test_names_and_machine() -> None:
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda scenario: scenario.name)
 def test_scenario_outcome(scenario: Scenario[consumer.ConsumerGroupConfig]) -> None:
-    outcome = run_scenario(scenario)
+    outcome = SHARED_FINDINGS.outcome(scenario)
     assert outcome.as_expected, (outcome.found, outcome.missing_witnesses)
     result = outcome.result
     if scenario.expect_violation:
@@ -70,7 +71,7 @@ def test_scenario_outcome(scenario: Scenario[consumer.ConsumerGroupConfig]) -> N
 def test_kafka_19233_trace_is_the_refused_rejoin() -> None:
     """The stuck state: consumer 1 is joining, and its member is still on the coordinator two
     epochs ahead of what the consumer ever heard."""
-    violation = run_scenario(BY_NAME["kafka-19233-rejoin-refused"]).result.violation
+    violation = SHARED_FINDINGS.outcome(BY_NAME["kafka-19233-rejoin-refused"]).result.violation
     assert violation is not None
     last = violation.trace[-1].state
     assert last.clients[1].status is consumer.ClientStatus.JOINING and last.clients[1].was_fenced
@@ -80,7 +81,7 @@ def test_kafka_19233_trace_is_the_refused_rejoin() -> None:
 
 
 def test_describe_state_lines_have_stable_labels() -> None:
-    violation = run_scenario(BY_NAME["kafka-19974-exact-zombie-commit"]).result.violation
+    violation = SHARED_FINDINGS.outcome(BY_NAME["kafka-19974-exact-zombie-commit"]).result.violation
     assert violation is not None
     for trace_step in violation.trace:
         lines = describe_state(trace_step.state)
