@@ -100,34 +100,82 @@ def _parse_set(values: Sequence[str]) -> dict[str, str]:
 
 @contextmanager
 def _progress(enabled: bool) -> Iterator[Callable[[str], Callable[[str], None]]]:
-    """A spinner on stderr's terminal (nothing otherwise): `start(name)` returns `say(message)`."""
+    """A spinner on stderr's terminal (nothing otherwise): `start(name)` returns `say(message)`.
+    It appears once the command has worked `SPINNER_AFTER_SECONDS` (`_LateSpinner`)."""
     if not enabled:
         yield lambda _name: lambda _message: None
         return
-    # rich.progress imports multiprocessing and more: only a terminal shows the spinner
-    from rich.console import Console
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    spinner = _LateSpinner()
+    try:
+        yield spinner.start
+    finally:
+        spinner.close()
 
-    console = Console(stderr=True)
 
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        redirect_stdout=False,  # stdout may be a file: `verify`'s lines go there as they are
-    ) as bar:
+SPINNER_AFTER_SECONDS = 0.3
+"""A terminal's spinner appears once a command has worked this long: a shorter one (`verify` of
+a small history) never loads rich's progress display, whose import costs more than the check."""
 
-        def start(name: str) -> Callable[[str], None]:
-            task = bar.add_task(name, total=None)
 
-            def say(message: str) -> None:
-                bar.update(task, description=f"{name}: {message}")
+class _LateSpinner:
+    """`_progress`'s spinner, drawn by a timer thread after `SPINNER_AFTER_SECONDS` (rich imported
+    then) with what each task last said; until then `say` only remembers it."""
 
-            return say
+    def __init__(self) -> None:
+        import threading  # only a terminal's commands start a thread
 
-        yield start
+        self._lock = threading.Lock()
+        self._said: list[str] = []  # each task's description, by task number
+        self._shown: list[Any] = []  # rich's task ids, once drawn
+        self._bar: Any = None
+        self._closed = False
+        self._timer = threading.Timer(SPINNER_AFTER_SECONDS, self._draw)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def start(self, name: str) -> Callable[[str], None]:
+        with self._lock:
+            number = len(self._said)
+            self._said.append(name)
+            if self._bar is not None:
+                self._shown.append(self._bar.add_task(name, total=None))
+
+        def say(message: str) -> None:
+            with self._lock:
+                self._said[number] = f"{name}: {message}"
+                if self._bar is not None:
+                    self._bar.update(self._shown[number], description=self._said[number])
+
+        return say
+
+    def _draw(self) -> None:
+        # rich.progress imports multiprocessing and more: only a terminal shows the spinner
+        from rich.console import Console
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        with self._lock:
+            if self._closed:
+                return
+            bar = Progress(
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
+                transient=True,
+                redirect_stdout=False,  # stdout may be a file: `verify`'s lines go there as they are
+            )
+            self._shown = [bar.add_task(description, total=None) for description in self._said]
+            bar.start()
+            self._bar = bar
+
+    def close(self) -> None:
+        self._timer.cancel()
+        self._timer.join()  # a drawing under way ends first
+        with self._lock:
+            self._closed = True
+            bar, self._bar = self._bar, None
+        if bar is not None:
+            bar.stop()
 
 
 def _state_counter(say: Callable[[str], None]) -> Callable[[int, int], None]:

@@ -234,3 +234,32 @@ def test_verify_prints_its_lines_as_they_are(tmp_path: Path, capsys: pytest.Capt
     lines = out.splitlines()
     assert lines[0].startswith(f"{history}: VALID (register, edn, local engine, 4 operations")
     assert lines[-1].startswith("2 histories: 2 valid, 0 invalid, 0 unknown, 0 bad input (")
+
+
+SPINNER_PROBE = """
+import sys, time
+import kafkaspec.cli as cli
+cli.SPINNER_AFTER_SECONDS = float(sys.argv[1])
+with cli._progress(True) as start:
+    say = start("verify")
+    say("part 1/1")
+    time.sleep(float(sys.argv[2]))
+    say("part 2/2")
+print("rich.progress" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize(("after", "working", "drawn"), [("5", "0", False), ("0", "0.5", True)])
+def test_a_terminals_spinner_appears_only_once_the_command_has_worked_a_while(
+    after: str, working: str, drawn: bool
+):
+    """A short command (a small history's `verify`) never loads rich's progress display; a
+    longer one has it drawn by a timer, with what its tasks last said."""
+    done = subprocess.run(
+        [sys.executable, "-c", SPINNER_PROBE, after, working],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.strip() == str(drawn)
