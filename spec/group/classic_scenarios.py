@@ -117,7 +117,8 @@ def model_for(
     """The checker's view of the classic protocol under `config`: `properties` may name
     invariants, step properties and the stuck check."""
     candidates = partial(classic.candidate_actions, config)
-    transition = SharedSteps(partial(classic.step, config))  # the stuck check's successors, reused
+    plain_step = partial(classic.step, config)
+    transition = SharedSteps(plain_step)  # the stuck check's successors, reused when it runs
     invariants: dict[str, Callable[[ClassicState], bool]] = {}
     steps: dict[str, Callable[[ClassicState, ClassicState], bool]] = {}
     for name in properties:
@@ -130,7 +131,7 @@ def model_for(
     return Model(
         initial_states=(classic.initial_state(config),),
         candidate_actions=candidates,
-        step=transition.step,
+        step=transition.step if classic.STUCK in properties else plain_step,
         invariants=invariants,
         step_properties=steps,
         witnesses={name: partial(classic.WITNESSES[name], config) for name in witnesses},
