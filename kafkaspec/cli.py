@@ -29,7 +29,7 @@ import click
 # spec are imported by the command that uses them, so `kafkaspec --help` and `verify` of a small
 # history start fast (tests/test_startup.py guards what a command imports).
 from spark_checks.choices import DEFAULT_MAX_MEMORY_BYTES, ENGINES, FORMATS, MODEL_NAMES
-from spark_checks.uris import RemoteHistoryError, history_argument, is_remote
+from spark_checks.uris import RemoteHistoryError, history_argument, is_remote, unreadable_message
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -797,6 +797,11 @@ def verify_command(
                 raise UsageProblem(str(error)) from None
             except (ValueError, FileExistsError) as error:
                 raise UsageProblem(f"{path}: {error}") from None
+            except Exception as error:  # Spark could not read the URI (no connector, no file), else a bug
+                problem = unreadable_message(path, str(error)) if spark is not None else None
+                if problem is None:
+                    raise
+                raise UsageProblem(problem) from None
             reports.append(report)
     return _print_reports(reports, report_path, as_json, console)
 

@@ -41,6 +41,7 @@ from spark_checks.parallel import (
 )
 from spark_checks.readers import EXTENSIONS, sniff_format
 from spark_checks.report import sentence_lookup
+from spark_checks.uris import unreadable_message
 
 HISTORY_EXTENSIONS = tuple(sorted(EXTENSIONS))
 """The extensions of the files a directory argument stands for."""
@@ -262,6 +263,11 @@ def _verify_file(job: _FileJob, path: str, context: TaskContext) -> FileOutcome:
         return FileOutcome(path, problem=bad_input_message(path, error))
     except (ValueError, FileExistsError) as error:
         return FileOutcome(path, problem=bad_input_message(path, error))
+    except Exception as error:  # Spark could not read the URI (no connector, no file), else a bug
+        problem = unreadable_message(path, str(error))
+        if problem is None:
+            raise
+        return FileOutcome(path, problem=problem)
     lookup = sentence_lookup(report)
     if keep and not job.keep_history:
         report = replace(report, history=None)  # not sent back: the lookup holds what is needed

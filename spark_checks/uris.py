@@ -22,15 +22,37 @@ the default namenode), or with `file:`; anything else is a path, so a local file
 `notes:1.jsonl` stays a path. A URI is text, never a `pathlib.Path`: `Path("hdfs://nn/x")`
 is `hdfs:/nn/x`, another file. The Spark engine reads through Spark's data
 sources by URI (`spark_uri`: a local path becomes `file:///abs/path`).
+
+When Spark cannot read a URI, its error is a Java stack trace; `unreadable_message` turns the
+usual causes into the one line of bad input (exit 2): no filesystem for the scheme (Hadoop's
+`UnsupportedFileSystemException`, or the connector's class missing: `ClassNotFoundException`
+for `S3AFileSystem` when `hadoop-aws` is not on the classpath), with the connector to add and
+the Hadoop version it must match (`hadoop_version`, from the jars pyspark ships), and a path
+that does not exist (Spark's `PATH_NOT_FOUND`).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
 from typing import Final
 
 _SCHEME: Final = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")
+_NO_FILESYSTEM: Final = re.compile(
+    r'No FileSystem for scheme "?([A-Za-z0-9+.-]+)"?|Class ([\w.$]+FileSystem) not found'
+)
+_NOT_FOUND: Final = re.compile(r"PATH_NOT_FOUND|Path does not exist")
+CONNECTORS: Final = {
+    "s3a": "org.apache.hadoop:hadoop-aws",
+    "gs": "com.google.cloud.bigdataoss:gcs-connector",
+    "abfs": "org.apache.hadoop:hadoop-azure",
+    "abfss": "org.apache.hadoop:hadoop-azure",
+    "wasb": "org.apache.hadoop:hadoop-azure",
+    "wasbs": "org.apache.hadoop:hadoop-azure",
+}
+"""The Maven artifact of each common scheme's Hadoop filesystem (Hadoop's own modules take
+Spark's Hadoop version; Google's connector has versions of its own)."""
 LOCAL_HOSTS: Final = ("", "localhost")
 """The hosts a `file:` URI may name: none (`file:///x`, `file:/x`) or `localhost` (RFC 8089)."""
 
@@ -101,3 +123,37 @@ def spark_uri(text: str) -> str:
         return text
     path = file_uri_path(text) if scheme(text) == "file" else Path(text)
     return "file://" + str(path.absolute())
+
+
+def hadoop_version() -> str | None:
+    """The version of the Hadoop client pyspark ships (`jars/hadoop-client-api-3.5.0.jar`), which
+    a connector from Hadoop (`hadoop-aws`, `hadoop-azure`) must match; None without pyspark."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or spec.origin is None:
+        return None
+    for jar in sorted((Path(spec.origin).parent / "jars").glob("hadoop-client-api-*.jar")):
+        return jar.name.removeprefix("hadoop-client-api-").removesuffix(".jar")
+    return None
+
+
+def unreadable_message(uri: str, error_text: str, version: str | None = None) -> str | None:
+    """The one-line bad-input message when Spark could not read `uri` and said `error_text`
+    (the text of its exception), or None for any other failure. `version` is the Hadoop
+    version a connector must match (default: `hadoop_version()`)."""
+    if _NOT_FOUND.search(error_text):
+        return f"{uri}: no such file"
+    missing = _NO_FILESYSTEM.search(error_text)
+    if missing is None:
+        return None
+    name = scheme(uri) or "file"
+    artifact = CONNECTORS.get(name)
+    if artifact is None:
+        add = "add the connector of that scheme to Spark's classpath"
+    else:
+        hadoop = version if version is not None else hadoop_version()
+        matching = hadoop if artifact.startswith("org.apache.hadoop:") and hadoop else "VERSION"
+        add = f"add its connector, e.g. --conf spark.jars.packages={artifact}:{matching}"
+    return (
+        f"{uri}: Spark has no filesystem for {name}:// here ({missing.group(0)}); "
+        f"{add} (README: Paths and URIs)"
+    )

@@ -1,16 +1,26 @@
-"""Histories named by URI: `spark_checks.uris` and `kafkaspec verify` on `file:` URIs, and a
-URI only Spark reads refused by the local engine with one line (exit 2)."""
+"""Histories named by URI: `spark_checks.uris` and `kafkaspec verify` on `file:` URIs; a URI
+only Spark reads refused by the local engine, and one Spark cannot read (no connector), each
+with one line (exit 2)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from spark_checks.kafka_histories import generate_history
 from spark_checks.readers import write_jsonl
-from spark_checks.uris import RemoteHistoryError, history_argument, is_remote, scheme, spark_uri
+from spark_checks.uris import (
+    RemoteHistoryError,
+    hadoop_version,
+    history_argument,
+    is_remote,
+    scheme,
+    spark_uri,
+    unreadable_message,
+)
 from tests.helpers import run_cli
 
 HISTORIES = Path(__file__).resolve().parents[3] / "shared" / "histories"
@@ -117,3 +127,58 @@ def test_spark_conf_must_be_key_value(capsys: pytest.CaptureFixture[str]) -> Non
     code, _, err = run_cli(capsys, "verify", str(BAD_ANALYSIS), "--conf", "spark.sql.shuffle.partitions")
     assert code == 2
     assert "expected KEY=VALUE" in err
+
+
+S3A_MISSING = (
+    "An error occurred while calling o46.text. : java.lang.RuntimeException: "
+    "java.lang.ClassNotFoundException: Class org.apache.hadoop.fs.s3a.S3AFileSystem not found at "
+    "org.apache.hadoop.conf.Configuration.getClass(Configuration.java:2724)"
+)
+
+
+def test_a_missing_connector_is_one_line_naming_what_to_add() -> None:
+    message = unreadable_message("s3a://bucket/h.jsonl", S3A_MISSING, version="3.5.0")
+    assert message == (
+        "s3a://bucket/h.jsonl: Spark has no filesystem for s3a:// here (Class "
+        "org.apache.hadoop.fs.s3a.S3AFileSystem not found); add its connector, e.g. "
+        "--conf spark.jars.packages=org.apache.hadoop:hadoop-aws:3.5.0 (README: Paths and URIs)"
+    )
+    gs = unreadable_message(
+        "gs://b/h.edn", 'org.apache.hadoop.fs.UnsupportedFileSystemException: No FileSystem for scheme "gs"'
+    )
+    assert gs is not None
+    assert "no filesystem for gs://" in gs
+    assert "com.google.cloud.bigdataoss:gcs-connector:VERSION" in gs
+
+
+def test_a_missing_path_is_no_such_file_and_other_failures_are_not_bad_input() -> None:
+    text = "[PATH_NOT_FOUND] Path does not exist: hdfs://nn/runs/h.jsonl. SQLSTATE: 42K03"
+    assert unreadable_message("hdfs://nn/runs/h.jsonl", text) == "hdfs://nn/runs/h.jsonl: no such file"
+    assert unreadable_message("hdfs://nn/runs/h.jsonl", "java.lang.OutOfMemoryError: Java heap space") is None
+
+
+def test_the_hadoop_version_is_the_one_pyspark_ships() -> None:
+    pyspark = pytest.importorskip("pyspark")
+    jars = Path(pyspark.__file__).parent / "jars"
+    version = hadoop_version()
+    assert version is not None
+    assert (jars / f"hadoop-client-api-{version}.jar").is_file()
+
+
+@pytest.mark.spark
+def test_an_s3a_uri_without_the_connector_is_bad_input_in_one_line(
+    spark: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    uri = "s3a://kafkaspec-test-bucket/runs/history.jsonl"
+    code, out, err = run_cli(capsys, "verify", uri, "--engine", "spark", "--format", "jsonl")
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1
+    assert err.startswith(f"kafkaspec: error: {uri}: Spark has no filesystem for s3a:// here")
+    assert f"org.apache.hadoop:hadoop-aws:{hadoop_version()}" in err
+    # Among many files, the same line, and the others are verified.
+    history = tmp_path / "h.jsonl"
+    write_jsonl(history, generate_history(200, 2, seed=1))
+    code, out, err = run_cli(capsys, "verify", uri, str(history), "--engine", "spark", "--format", "jsonl")
+    assert code == 2
+    assert err.startswith(f"kafkaspec: error: {uri}: Spark has no filesystem for s3a:// here")
+    assert f"{history}: VALID" in out
