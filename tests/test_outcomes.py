@@ -92,8 +92,8 @@ def test_findings_for_another_bound_or_configuration_are_recomputed():
     fresh = fresh_pages(("acks1-loss",))["acks1-loss"]
     for stale_outcome in (
         run_scenario(scenario, max_depth=scenario.max_depth - 1),  # `check --all --max-depth N`
-        run_scenario(scenario, overrides={"acks": "all", "min.insync.replicas": "2"}),  # `--set`
-        run_scenario(dataclasses.replace(scenario, invariants=())),  # other properties
+        run_scenario(scenario, overrides={"acks": "all", "max.records": "1", "max.crashes": "1"}),  # `--set`
+        run_scenario(dataclasses.replace(scenario, witnesses=("write_acknowledged",))),  # other properties
     ):
         assert not defines(stale_outcome, scenario)
         cache = FindingsCache()
