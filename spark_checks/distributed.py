@@ -1,8 +1,8 @@
 """The stages every engine runs over a history, as plain Python (no pyspark, so they are
 unit-tested without a JVM): read a split, pair its calls, split them into parts, pair the
-calls that cross splits, check each part. `engine` runs them in this process (the whole file
-as one split); `spark_read.verify_frames` runs them in Spark tasks and moves rows between them
-with Spark's own operators.
+calls that cross splits, check each part. `engine.verify_here` runs them in this process (the
+whole file as one split); `engine.verify_spark` runs them in Spark tasks (`spark_read`'s
+frames) and moves rows between them with Spark's own operators.
 
 Stage 1, per split of the file (`split_rows`): the lines are parsed (`jsonl_ops`, `edn_ops`,
 or any reader's operations) into `Op` tuples with their line (or Parquet row), and paired
@@ -268,7 +268,9 @@ def jsonl_ops(
     line number (the first line is `first_line`). `first_ordinal`: the ordinal of the first
     operation in the file (the index of an operation without one), None when unknown
     (`OrdinalsNeededError` if one is missing). Reads as `readers.jsonl.parse_line` does: its checks
-    inline for the usual line, `decode_line` and `make_operation` for anything else."""
+    inline for the usual line, `decode_line` and `make_operation` for anything else. A fast
+    path beside the readers' own: stage 1 of 400,000 Kafka operations took 3.0 CPU s with it,
+    4.6 with `parse_line` (`test_the_fast_line_reader_gives_the_readers_report` compares)."""
     types = _TYPES
     parse = orjson.loads
     line = first_line
@@ -695,7 +697,7 @@ def _fast_pieces(invocation: Op, completion: Op, sink: _Sink) -> bool:
     """Add `split_call`'s pieces (as `kafka_piece` makes them) of the calls that make up most
     of a history - sends, a poll of string keys - read straight off the operations; False
     (and nothing added) for any other call: `_Sink.add_call` then makes them. Measured on
-    10^6 Kafka operations: stage 1 takes 40% less time than making each call and piece
+    400,000 Kafka operations: stage 1 took 3.0 CPU s with it, 5.0 making each call and piece
     (`test_fast_pieces_are_split_calls_pieces` compares the two)."""
     f = invocation[3]
     given = invocation[4]
