@@ -171,7 +171,7 @@ def main() -> None:
     print(
         f"kafkaspec, one process, no workers: median check {median_ms:.3f} ms per file, checks in all "
         f"{sum(checks):.3f} s (CPU: median {statistics.median(cpu) * 1000:.3f} ms, in all {sum(cpu):.3f} s); "
-        f"median verify (read, pair, check) {statistics.median(verifies) * 1000:.3f} ms, "
+        f"median verify (read, pair, prepare, check) {statistics.median(verifies) * 1000:.3f} ms, "
         f"in all {sum(verifies):.3f} s; this process {time.perf_counter() - process_started:.2f} s, "
         f"peak {in_process_peak:.0f} MB"
     )
