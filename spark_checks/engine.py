@@ -133,14 +133,15 @@ def _plan(options: VerifyOptions, info: readers.SourceInfo, sample: list[Operati
     return Plan(model=model, conventions=conventions, budget=options.budget)
 
 
-def choose_engine(path: Path, engine: str) -> str:
-    """Resolve `auto` by the file's size (a URI only Spark reads, or a missing file: Spark's
-    and the local engine's to report)."""
+def choose_engine(path: str | Path, engine: str) -> str:
+    """Resolve `auto` by the file's size (a URI only Spark reads: Spark; a missing file: the
+    local engine, which reports it)."""
     if engine != "auto":
         return engine
-    if uris.is_remote(str(path)):
+    if uris.is_remote(str(path)):  # before any Path(), which would fold the URI's "//"
         return "spark"
-    return "spark" if path.is_file() and path.stat().st_size > AUTO_SPARK_BYTES else "local"
+    file = Path(path)
+    return "spark" if file.is_file() and file.stat().st_size > AUTO_SPARK_BYTES else "local"
 
 
 def verify_history(
@@ -168,7 +169,7 @@ def verify_history(
     every other format is read, rather than its fast line reader (`distributed.jsonl_ops`)."""
     where = whereabouts if whereabouts is not None else Whereabouts()
     where.start(str(path))
-    engine = choose_engine(Path(path), options.engine)
+    engine = choose_engine(path, options.engine)
     if engine == "spark":
         return verify_spark_history(str(path), options, spark, progress)
     file = Path(path)
