@@ -374,3 +374,14 @@ def test_a_compressed_history_is_read_by_spark_alone(spark: Any, tmp_path: Path)
 
     expected = spark.createDataFrame(expected_calls(plain, "jsonl"), CALL_SCHEMA)
     assertDataFrameEqual(engine_calls(spark, plain, "jsonl", uri=packed.as_uri()), expected)
+
+
+def test_verdicts_evidence_and_counts_agree_across_engines_and_formats(spark: Any, tmp_path: Path) -> None:
+    answers = {
+        (label, engine): comparable(path, engine)
+        for label, (path, _fmt) in history_files(tmp_path, published=False).items()
+        for engine in ("local", "spark")
+    }
+    first = next(iter(answers.values()))
+    assert first[0].value == "invalid"  # the lost write is found
+    assert all(answer == first for answer in answers.values()), {k: v[:3] for k, v in answers.items()}
