@@ -196,7 +196,12 @@ _SCALARS: Final = frozenset({int, str, float, bool, type(None)})
 
 def _value(value: Any) -> Hashable:
     """A register value as stored in a state: frozen, with None as `NIL`."""
-    return NIL if value is None else freeze(value)
+    if value is None:
+        return NIL
+    if value.__class__ in _SCALARS:  # most values: no second call (`freeze`)
+        scalar: Hashable = value
+        return scalar
+    return freeze(value)
 
 
 def key_partition(call: CallLike) -> Hashable:
@@ -273,7 +278,7 @@ class CasRegister:
 
     def prepare(self, call: CallLike, conventions: Mapping[str, Any]) -> Prepared | None:
         f = _name(call.f)
-        outcome = _outcome(call)
+        outcome: Observed = call.outcome._value_  # `_outcome` inline: once per call of every history
         if f == "read":
             if outcome != "ok":
                 return None  # a failed or indeterminate read observes nothing, changes nothing
