@@ -90,11 +90,13 @@ Two cores (`workers`)
     3 objects each on epoch-truncation; each crossing object is reduced, pickled, rebuilt
     through its constructor and hashed again, and compared member by member where one process
     would often have met the same object (identity). With the spec's memoized helpers
-    computed in both processes, two processes do about a fifth more work than one (callgrind,
-    kip-1251-range-commit: 5,893 M instructions for one process; 3,690 M on the caller,
-    before-the-fork part included, and 3,500 M on the helper), so two idle cores give at most
-    about 1.6x; in CPU seconds at load 11-21 (`bench.model_check`'s `cpu x`, the 12 largest
-    scenarios), one process's CPU is 1.0-1.65x the two processes' critical path. The previous
+    computed in both processes, two processes do about a tenth more work than one
+    (callgrind, kip-1251-range-commit: 5,233 M instructions in one process; 3,020 M on the
+    caller, before-the-fork part included, and 2,840 M on the helper: 1.73x on the critical
+    path). Measured at load 1.0-1.9 (one core mostly taken by other work), `bench.model_check
+    --workers 2` on the 12 largest scenarios: 0.64-1.20x one process's wall clock, the
+    processes' CPU 0.93-1.65x (two processes sharing one free core, and inflated by it); two
+    truly idle cores were never available to measure. The previous
     design, where every process admitted every state and built another's when it had to
     compare or expand it, saved a third at most. What would take more: fewer crossings (a
     partition on a part of the state that few actions change, as Lerda and Sisto's
@@ -206,7 +208,7 @@ def default_workers() -> int:
     """Processes for a check: the cores this process may use that are idle now (one-minute
     load average), at most four. On busy cores the processes wait for each other at the end
     of every round (a process that lost its core holds up the others), and two processes do
-    about a fifth more work than one, so a busy core gives nothing."""
+    about a tenth more work than one, so a busy core gives nothing."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     return max(1, min(round(cores - load), 4))
