@@ -201,6 +201,7 @@ def test_a_pairing_error_across_borders_names_the_local_line(tmp_path, operation
         _split, line, problem, message = found
         assert problem == distributed.Problem.LINE
         # pair_calls names the operation's index; the engine names its line (index + 1 here)
+        assert expected.position.index is not None
         assert (line, message) == (expected.position.index + 1, expected.message), count
 
 

@@ -122,7 +122,9 @@ def engine_calls(spark: Any, path: Path, fmt: str, uri: str | None = None) -> An
 
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            made = distributed.decode_part(batch.column("payload").to_pylist())[0]
+            column = batch.column("payload").to_pylist()
+            payloads = [bytes(payload) for payload in column if payload is not None]
+            made = distributed.decode_part(payloads)[0]
             rows = [call_values(call) for call in made]
             columns = list(zip(*rows, strict=True)) if rows else [()] * 11
             names = [field.split()[0] for field in CALL_SCHEMA.split(", ")]
