@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-import kafkaspec.cli
+import spark_checks.engine
 from spark_checks.engine import verify_history
 from spark_checks.report import ReportPathError, check_report_path, write_report
 from tests.helpers import run_cli
@@ -34,7 +34,8 @@ def refused_before_checking(
         checked.append(path)
         return verify_history(path, *args, **kwargs)
 
-    monkeypatch.setattr(kafkaspec.cli, "verify_history", spy)
+    # the CLI imports the engine when verify runs, so the engine's own name is the one to spy on
+    monkeypatch.setattr(spark_checks.engine, "verify_history", spy)
     code, out, err = run_cli(capsys, "verify", str(HISTORY), "--report", str(report))
     assert code == 2
     assert out == ""
@@ -81,7 +82,7 @@ def test_a_file_that_appears_while_checking_is_not_overwritten(
         report.write_text("theirs")
         return verify_history(path, *args, **kwargs)
 
-    monkeypatch.setattr(kafkaspec.cli, "verify_history", someone_else_writes)
+    monkeypatch.setattr(spark_checks.engine, "verify_history", someone_else_writes)
     code, out, err = run_cli(capsys, "verify", str(HISTORY), "--report", str(report))
     assert code == 2
     assert "INVALID" in out  # the verdict is still printed
