@@ -1900,7 +1900,11 @@ def realtime_lag_summary(calls: Iterable[Call]) -> dict[str, JsonValue]:
                         flush(process, key, old[0], old[1], now - 1)
                     held[key] = (seen, now)
             if first_lag is None and held:
-                first_lag = {"time": call.invoke_time, "process": process, "key": next(iter(held)), "lag": 0}
+                # Which key Jepsen names here follows its map's iteration order (a hash map's, for
+                # more than 8 keys): no order the history gives, so the least key, which every
+                # engine agrees on however a poll's keys were split and merged.
+                least = min(held, key=lambda key: (str(type(key)), str(key)))
+                first_lag = {"time": call.invoke_time, "process": process, "key": least, "lag": 0}
     for process, held in positions.items():
         last = len(poll_times[process]) - 1
         for key, (offset, first) in held.items():
