@@ -36,38 +36,10 @@ from spark_checks import spark_read
 from spark_checks.checking import Plan
 from spark_checks.engine import RANGE_BYTES, VerifyOptions, verify_history
 from spark_checks.kafka_histories import generate_history
-from spark_checks.readers import open_history, write_jsonl, write_parquet
+from spark_checks.readers import open_history, write_edn, write_jsonl, write_parquet
 from spark_checks.spark_session import spark_session
 
 LINE_SCHEMA = "index long, time long, process string, type string, f string, value array<array<string>>"
-
-
-def edn_text(value: Any) -> str:
-    """A JSON-like value as EDN."""
-    if value is None:
-        return "nil"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list):
-        return "[" + " ".join(edn_text(item) for item in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{edn_text(k)} {edn_text(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return str(value)
-
-
-def write_edn(path: Path, jsonl: Path) -> None:
-    """The JSON Lines history as Jepsen writes history.edn: one op map per line."""
-    _, operations = open_history(jsonl, "jsonl")
-    with open(path, "w", encoding="utf-8") as handle:
-        for op in operations:
-            process = f":{op.process}" if isinstance(op.process, str) else str(op.process)
-            time_field = "" if op.time is None else f", :time {op.time}"
-            handle.write(
-                f"{{:index {op.index}{time_field}, :type :{op.type.value}, :process {process}, "
-                f":f :{op.f}, :value {edn_text(op.value)}}}\n"
-            )
 
 
 def histories(folder: Path, operations: int, keys: int) -> dict[str, Path]:
@@ -83,7 +55,7 @@ def histories(folder: Path, operations: int, keys: int) -> dict[str, Path]:
             files["jsonl"], generate_history(operations // 2, keys, seed=operations, anomalies=["lost-write"])
         )
     if not files["edn"].exists():
-        write_edn(files["edn"], files["jsonl"])
+        write_edn(files["edn"], open_history(files["jsonl"], "jsonl")[1])
     if not files["parquet"].exists():
         write_parquet(files["parquet"], open_history(files["jsonl"], "jsonl")[1])
     return files

@@ -46,7 +46,6 @@ wall times are only as good as the load allows, the CPU seconds much better.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import time
@@ -57,9 +56,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from spark_checks.engine import VerifyOptions, verify_history
-from spark_checks.history import Operation
 from spark_checks.kafka_histories import generate_history
-from spark_checks.readers import open_history, write_jsonl, write_parquet
+from spark_checks.readers import open_history, write_edn, write_jsonl, write_parquet
 from spark_checks.spark_session import spark_session
 
 T = TypeVar("T")
@@ -200,31 +198,6 @@ def fastest(runs: int, action: Callable[[], T]) -> tuple[float, T]:
 # ---------------------------------------------------------------------------------------
 # Histories
 # ---------------------------------------------------------------------------------------
-
-
-def edn_value(value: Any) -> str:
-    """A JSON-like value as EDN (strings stay strings, so the EDN reader gives them back)."""
-    if value is None:
-        return "nil"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list):
-        return "[" + " ".join(edn_value(item) for item in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{edn_value(k)} {edn_value(v)}" for k, v in value.items()) + "}"
-    return json.dumps(value)
-
-
-def write_edn(path: Path, operations: Iterable[Operation]) -> None:
-    """Operations as Jepsen writes history.edn: one op map per line, keywords for type and f."""
-    with path.open("w", encoding="utf-8") as out:
-        for op in operations:
-            process = f":{op.process}" if isinstance(op.process, str) else str(op.process)
-            time_field = "" if op.time is None else f", :time {op.time}"
-            out.write(
-                f"{{:index {op.index}{time_field}, :type :{op.type.value}, :process {process}, "
-                f":f :{op.f}, :value {edn_value(op.value)}}}\n"
-            )
 
 
 def history_file(folder: Path, operations: int, keys: int, shape: str, fmt: str) -> Path:

@@ -65,7 +65,7 @@ from spark_checks.readers._common import (
     SourceInfo,
     display_name,
 )
-from spark_checks.readers.edn import edn_positions, read_edn
+from spark_checks.readers.edn import edn_positions, read_edn, write_edn
 from spark_checks.readers.jsonl import jsonl_positions, read_jsonl, write_jsonl
 from spark_checks.readers.porcupine import (
     etcd_log_positions,
@@ -85,6 +85,7 @@ __all__ = [
     "open_history",
     "operation_positions",
     "sniff_format",
+    "write_edn",
     "write_jsonl",
     "write_parquet",
 ]

@@ -468,3 +468,47 @@ def _describe(value: Any) -> str:
     if isinstance(value, list):
         return "a vector/list"
     return shown(value)
+
+
+def edn_text(value: Any) -> str:
+    """A JSON-like value (what the readers produce) as EDN: None is nil, lists are vectors,
+    dicts are maps, and strings and numbers are written as JSON writes them (its escapes,
+    \\uXXXX included, are EDN's too)."""
+    if value is None:
+        return "nil"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + " ".join(edn_text(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{edn_text(key)} {edn_text(item)}" for key, item in value.items()) + "}"
+    return json.dumps(value, allow_nan=False)
+
+
+def write_edn(
+    path: str | os.PathLike[str], operations: Iterable[Operation], *, overwrite: bool = False
+) -> int:
+    """Write operations as Jepsen writes `history.edn`: one op map per line, `:type`, `:f` and a
+    named process as keywords, `:time` and `:key` only when the operation has them. Returns how
+    many were written; refuses to replace an existing file (FileExistsError) unless
+    `overwrite=True`, as `write_jsonl` does."""
+    try:
+        handle = open(path, "w" if overwrite else "x", encoding="utf-8", newline="\n")  # noqa: SIM115
+    except FileExistsError:
+        raise FileExistsError(
+            f"{display_name(path)} already exists; refusing to overwrite it (pass overwrite=True)"
+        ) from None
+    count = 0
+    with handle:
+        for op in operations:
+            process = f":{op.process}" if isinstance(op.process, str) else edn_text(op.process)
+            fields = [f":index {op.index}"]
+            if op.time is not None:
+                fields.append(f":time {op.time}")
+            fields += [f":type :{op.type.value}", f":process {process}", f":f :{op.f}"]
+            if op.key is not None:
+                fields.append(f":key {edn_text(op.key)}")
+            fields.append(f":value {edn_text(op.value)}")
+            handle.write("{" + ", ".join(fields) + "}\n")
+            count += 1
+    return count

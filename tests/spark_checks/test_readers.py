@@ -29,7 +29,7 @@ from spark_checks.readers import (
     write_jsonl,
     write_parquet,
 )
-from spark_checks.readers.edn import iter_forms
+from spark_checks.readers.edn import iter_forms, write_edn
 from spark_checks.readers.jsonl import first_long_integer, read_jsonl
 
 HISTORIES = Path(__file__).resolve().parents[3] / "shared" / "histories"
@@ -281,6 +281,20 @@ def test_round_trip(tmp_path: Path, writer: Any) -> None:
     assert operations == ROUND_TRIP
     for read, written in zip(operations, ROUND_TRIP, strict=True):  # process 3 vs "7" kept apart
         assert type(read.process) is type(written.process)
+
+
+def test_edn_round_trip(tmp_path: Path) -> None:
+    """`write_edn` writes what the EDN reader reads back as the same operations."""
+    path = tmp_path / "history.edn"
+    assert write_edn(path, iter(ROUND_TRIP)) == len(ROUND_TRIP)
+    info, operations = read_all(path)
+    assert info.format == "edn"
+    assert operations == ROUND_TRIP
+    for read, written in zip(operations, ROUND_TRIP, strict=True):
+        assert type(read.process) is type(written.process)
+    with pytest.raises(FileExistsError, match="refusing to overwrite"):
+        write_edn(path, ROUND_TRIP)
+    assert write_edn(path, ROUND_TRIP[:2], overwrite=True) == 2
 
 
 def test_jsonl_matches_the_architecture_example(tmp_path: Path) -> None:

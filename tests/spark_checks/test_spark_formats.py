@@ -8,16 +8,15 @@ whatever the engine's insides."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 
-from spark_checks.history import Operation
 from spark_checks.kafka_histories import generate_history
-from spark_checks.readers import open_history, write_jsonl, write_parquet
+from spark_checks.readers import open_history, write_edn, write_jsonl, write_parquet
 from tests.helpers import run_cli
 
 HISTORIES = Path(__file__).resolve().parents[3] / "shared" / "histories"
@@ -32,35 +31,6 @@ JEPSEN_SHAPE = {
     "final_batch": None,
 }
 """Jepsen's Kafka workload in small: many records per poll, final polls from offset 0."""
-
-
-def edn_value(value: Any) -> str:
-    """A JSON-like value as EDN (strings stay strings, so the EDN reader gives them back)."""
-    if value is None:
-        return "nil"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list):
-        return "[" + " ".join(edn_value(item) for item in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{edn_value(k)} {edn_value(v)}" for k, v in value.items()) + "}"
-    return json.dumps(value)
-
-
-def write_edn(path: Path, operations: Sequence[Operation]) -> Path:
-    """Operations as Jepsen writes history.edn: one op map per line, keywords for type and f."""
-    with path.open("w", encoding="utf-8") as out:
-        for op in operations:
-            process = f":{op.process}" if isinstance(op.process, str) else str(op.process)
-            fields = [f":index {op.index}"]
-            if op.time is not None:
-                fields.append(f":time {op.time}")
-            fields += [f":type :{op.type.value}", f":process {process}", f":f :{op.f}"]
-            if op.key is not None:
-                fields.append(f":key {edn_value(op.key)}")
-            fields.append(f":value {edn_value(op.value)}")
-            out.write("{" + ", ".join(fields) + "}\n")
-    return path
 
 
 def small_row_groups(path: Path) -> Path:
@@ -85,9 +55,11 @@ def histories(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, P
         write_jsonl(jsonl, operations)
         parquet = folder / f"{name}.parquet"
         write_parquet(parquet, operations)
+        edn = folder / f"{name}.edn"
+        write_edn(edn, operations)
         files[name] = {
             "jsonl": jsonl,
-            "edn": write_edn(folder / f"{name}.edn", operations),
+            "edn": edn,
             "parquet": parquet,
             "parquet-row-groups": small_row_groups(parquet),
         }

@@ -12,7 +12,7 @@ HistoryError text from the Spark engine.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from spark_checks.checking import Plan
 from spark_checks.engine import VerifyOptions, verify_history
 from spark_checks.history import Call, HistoryError, Operation, pair_calls
 from spark_checks.kafka_histories import generate_history
-from spark_checks.readers import open_history, operation_positions, write_jsonl, write_parquet
+from spark_checks.readers import open_history, operation_positions, write_edn, write_jsonl, write_parquet
 from spark_checks.spark_read import border_frame, count_starts, head, json_text, stage1_frame
 
 pytest.importorskip("pyspark")
@@ -35,36 +35,6 @@ SHARED = Path(__file__).resolve().parents[3] / "shared" / "histories"
 KNOSSOS = SHARED / "knossos" / "data" / "cas-register"
 TINY_SPLIT_BYTES = 2048
 ROW_GROUP_ROWS = 16
-
-
-def edn_text(value: Any) -> str:
-    """A JSON-like value as EDN (strings stay strings, so the EDN reader gives it back)."""
-    if value is None:
-        return "nil"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list):
-        return "[" + " ".join(edn_text(item) for item in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{edn_text(k)} {edn_text(v)}" for k, v in value.items()) + "}"
-    return json.dumps(value)
-
-
-def write_edn(path: Path, operations: Sequence[Operation]) -> Path:
-    """Operations as Jepsen writes history.edn: one op map per line."""
-    lines = []
-    for operation in operations:
-        process = f":{operation.process}" if isinstance(operation.process, str) else str(operation.process)
-        fields = [f":index {operation.index}"]
-        if operation.time is not None:
-            fields.append(f":time {operation.time}")
-        fields += [f":type :{operation.type.value}", f":process {process}", f":f :{operation.f}"]
-        if operation.key is not None:
-            fields.append(f":key {edn_text(operation.key)}")
-        fields.append(f":value {edn_text(operation.value)}")
-        lines.append("{" + ", ".join(fields) + "}\n")
-    path.write_text("".join(lines), encoding="utf-8")
-    return path
 
 
 def small_row_groups(path: Path, rows: int) -> Path:
@@ -159,7 +129,8 @@ def history_files(tmp: Path, published: bool) -> dict[str, tuple[Path, str]]:
     for name, operations in sources.items():
         write_jsonl(tmp / f"{name}.jsonl", operations)
         files[f"{name}-jsonl"] = (tmp / f"{name}.jsonl", "jsonl")
-        files[f"{name}-edn"] = (write_edn(tmp / f"{name}.edn", operations), "edn")
+        write_edn(tmp / f"{name}.edn", operations)
+        files[f"{name}-edn"] = (tmp / f"{name}.edn", "edn")
         write_parquet(tmp / f"{name}.parquet", operations)
         files[f"{name}-parquet"] = (small_row_groups(tmp / f"{name}.parquet", ROW_GROUP_ROWS), "parquet")
     if published and KNOSSOS.exists():  # as published: `[{...}\n {...}\n ... ]`
