@@ -36,19 +36,6 @@ from spark_checks import kafka_checker, linearizability, maelstrom_kafka
 from spark_checks.history import Call, CheckResult, JsonValue, Operation, Outcome, Verdict
 
 KAFKA_FUNCTIONS = frozenset({"send", "poll", "assign", "subscribe", "txn", "commit", "crash", "debug"})
-MODEL_NAMES = (
-    "kafka",
-    "register",
-    "cas-register",
-    "kv",
-    "multi-register",
-    "mutex",
-    "fifo-queue",
-    "set",
-    "unordered-queue",
-    "kafka-log",
-    "maelstrom-kafka",
-)
 
 
 @dataclass(frozen=True)

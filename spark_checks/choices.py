@@ -4,9 +4,9 @@ The command line builds its options (the `--model`, `--format` and `--engine` ch
 `--max-memory` default in the help) when it starts, for `kafkaspec --help` as for any other
 command; taking them from the modules that use them would load the checkers, the readers and
 the engines first (issue 11's start-up target: `kafkaspec --help` and `verify` of a small
-history within 0.2 s). The readers take `FORMATS` from here; `checking.MODEL_NAMES`,
-`engine.ENGINES` and `linearizability.DEFAULT_MAX_MEMORY_BYTES` are their modules' own, and
-`tests/test_startup.py` holds these equal to them.
+history within 0.2 s). The readers take `FORMATS` from here; `engine.ENGINES` and
+`linearizability.DEFAULT_MAX_MEMORY_BYTES` are their modules' own, and `tests/test_startup.py`
+holds these equal to them and `MODEL_NAMES` to the models the checkers know.
 """
 
 from __future__ import annotations
