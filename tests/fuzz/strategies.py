@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from hypothesis import strategies as st
 
-from spark_checks.checking import MODEL_NAMES
+from spark_checks.choices import MODEL_NAMES
 from spark_checks.kafka_histories import generate_history
 from spark_checks.readers.jsonl import operation_to_json
 
