@@ -8,7 +8,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import IO, Any, Final
 
 from spark_checks.history import HistoryError, JsonValue, Operation, OpType, Position, new_operation
 
@@ -75,6 +75,19 @@ class SourceInfo:
 def display_name(path: str | os.PathLike[str]) -> str:
     """The file name as given by the caller, for messages."""
     return os.fspath(path)
+
+
+def create_history_file(path: str | os.PathLike[str], overwrite: bool, binary: bool = False) -> IO[Any]:
+    """`path` opened for a history writer: a new file, or with `overwrite` a replaced one; an
+    existing file is refused (FileExistsError naming it), so nothing the user has is lost."""
+    try:
+        if binary:
+            return open(path, "wb" if overwrite else "xb")
+        return open(path, "w" if overwrite else "x", encoding="utf-8", newline="\n")
+    except FileExistsError:
+        raise FileExistsError(
+            f"{display_name(path)} already exists; refusing to overwrite it (pass overwrite=True)"
+        ) from None
 
 
 _TYPES: Final = {t.value: t for t in OpType}

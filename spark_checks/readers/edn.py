@@ -69,6 +69,7 @@ from spark_checks.readers._common import (
     MAX_NESTING,
     NESTING_MESSAGE,
     NON_FINITE_MESSAGE,
+    create_history_file,
     display_name,
     finite_float,
     make_operation,
@@ -492,12 +493,7 @@ def write_edn(
     named process as keywords, `:time` and `:key` only when the operation has them. Returns how
     many were written; refuses to replace an existing file (FileExistsError) unless
     `overwrite=True`, as `write_jsonl` does."""
-    try:
-        handle = open(path, "w" if overwrite else "x", encoding="utf-8", newline="\n")  # noqa: SIM115
-    except FileExistsError:
-        raise FileExistsError(
-            f"{display_name(path)} already exists; refusing to overwrite it (pass overwrite=True)"
-        ) from None
+    handle = create_history_file(path, overwrite)
     count = 0
     with handle:
         for op in operations:

@@ -36,6 +36,7 @@ from spark_checks.readers._common import (
     MAX_NESTING,
     NESTING_MESSAGE,
     NotAValueError,
+    create_history_file,
     display_name,
     finite_float,
     make_operation,
@@ -193,12 +194,7 @@ def write_jsonl(
     lone surrogate (which UTF-8 cannot encode) is written with ASCII escapes, which read back
     the same string.
     """
-    try:
-        handle = open(path, "w" if overwrite else "x", encoding="utf-8", newline="\n")  # noqa: SIM115
-    except FileExistsError:
-        raise FileExistsError(
-            f"{display_name(path)} already exists; refusing to overwrite it (pass overwrite=True)"
-        ) from None
+    handle = create_history_file(path, overwrite)
     count = 0
     with handle:
         for operation in operations:

@@ -47,6 +47,7 @@ from spark_checks.readers._common import (
     NESTING_MESSAGE,
     NotAValueError,
     check_conventions,
+    create_history_file,
     display_name,
     finite_float,
     make_operation,
@@ -124,12 +125,7 @@ def write_parquet(
         checked = check_conventions(dict(conventions), Position("conventions"))
         metadata[META_CONVENTIONS] = _dumps(checked).encode()
     schema = SCHEMA.with_metadata(metadata)
-    try:
-        handle = open(path, "wb" if overwrite else "xb")  # noqa: SIM115 - closed by the with below
-    except FileExistsError:
-        raise FileExistsError(
-            f"{display_name(path)} already exists; refusing to overwrite it (pass overwrite=True)"
-        ) from None
+    handle = create_history_file(path, overwrite, binary=True)
     count = 0
     with handle, pq.ParquetWriter(handle, schema) as writer:
         columns: dict[str, list[Any]] = {name: [] for name in SCHEMA.names}
