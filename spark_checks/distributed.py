@@ -83,7 +83,7 @@ from spark_checks.parallel import (
     stop_reason,
     worth_workers,
 )
-from spark_checks.readers._common import make_operation, nests_deeper, shown
+from spark_checks.readers._common import make_operation, nests_deeper, shown, utf8_text
 from spark_checks.readers.edn import EXPECTED_OP, iter_forms
 from spark_checks.readers.jsonl import EXPECTED, LINE_NESTING, decode_line, first_long_integer
 
@@ -377,12 +377,7 @@ def _edn_run(
         ordinals.append(ordinal)
         ordinal += holds
         line = first + number
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise HistoryError(
-                Position(source, line=line), f"not UTF-8 text (byte {error.start} of the line)"
-            ) from None
+        text = utf8_text(raw, Position(source, line=line))
         opener = _EDN_OPENER.match(text)
         if opener is not None:
             text = " " * opener.end() + text[opener.end() :]

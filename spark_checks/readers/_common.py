@@ -77,6 +77,14 @@ def display_name(path: str | os.PathLike[str]) -> str:
     return os.fspath(path)
 
 
+def utf8_text(raw: bytes, position: Position) -> str:
+    """A line's bytes as text; a byte that is not UTF-8 is a HistoryError at `position` naming it."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise HistoryError(position, f"not UTF-8 text (byte {error.start} of the line)") from None
+
+
 def create_history_file(path: str | os.PathLike[str], overwrite: bool, binary: bool = False) -> IO[Any]:
     """`path` opened for a history writer: a new file, or with `overwrite` a replaced one; an
     existing file is refused (FileExistsError naming it), so nothing the user has is lost."""

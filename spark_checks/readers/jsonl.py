@@ -42,6 +42,7 @@ from spark_checks.readers._common import (
     make_operation,
     nests_deeper,
     refuse_constant,
+    utf8_text,
 )
 
 EXPECTED: Final = "expected a JSON object with fields index, process, type, f (and value, time, key)"
@@ -136,12 +137,7 @@ def decode_line(raw: bytes, name: str, line_number: int | None) -> dict[str, Any
 
 def _slow_decode(raw: bytes, name: str, line_number: int | None) -> Any:
     """The standard library's decoding of one line (None when it is blank)."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise HistoryError(
-            Position(name, line=line_number), f"not UTF-8 text (byte {error.start} of the line)"
-        ) from None
+    text = utf8_text(raw, Position(name, line=line_number))
     start = 0 if text[:1] == "{" else len(text) - len(text.lstrip())
     if start == len(text):
         return None  # a blank line

@@ -45,7 +45,7 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO, Final
 
 from spark_checks.history import HistoryError, Operation, OpType, Position, new_operation
-from spark_checks.readers._common import MAX_NESTING, display_name, make_operation, parse_type
+from spark_checks.readers._common import MAX_NESTING, display_name, make_operation, parse_type, utf8_text
 from spark_checks.readers.edn import iter_forms
 
 ETCD_SHAPE: Final = "INFO  jepsen.util - <process> :<type> :<f> <value>"
@@ -249,12 +249,7 @@ def _open_lines(path: str | os.PathLike[str], name: str) -> BinaryIO:
 
 
 def _decode_line(raw: bytes, name: str, line_number: int) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise HistoryError(
-            Position(name, line=line_number), f"not UTF-8 text (byte {error.start} of the line)"
-        ) from None
+    return utf8_text(raw, Position(name, line=line_number))
 
 
 def _clip(text: str, limit: int = 80) -> str:
