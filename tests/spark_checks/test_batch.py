@@ -13,7 +13,7 @@ import pytest
 
 from spark_checks import batch, readers
 from spark_checks.batch import KEEP_FOR_LOOKUP_BYTES, FileOutcome, verify_files
-from spark_checks.engine import VerifyOptions, verify_history
+from spark_checks.engine import HistoryReport, VerifyOptions, verify_history
 from spark_checks.explain import call_spans, indices_to_look_up
 from spark_checks.history import Operation, Verdict
 from spark_checks.parallel import PARALLEL_MIN_BYTES, Task, TaskContext, WorkerPool, start_order
@@ -52,23 +52,30 @@ def _outcome(path: Path) -> FileOutcome:
     return outcome
 
 
+def _invalid_outcome_and_extra_opens(
+    history: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[FileOutcome, HistoryReport, int]:
+    """`history`'s outcome through `verify_files`, its (invalid) report, and how many more times
+    it opened the file than `verify_history` alone does: the opens its lookup added."""
+    opened = _counting_opens(monkeypatch)
+    verify_history(history, VerifyOptions(engine="local"))
+    by_the_engine = len(opened)
+    opened.clear()
+    outcome = _outcome(history)
+    assert outcome.report is not None and outcome.report.verdict is Verdict.INVALID
+    return outcome, outcome.report, len(opened) - by_the_engine
+
+
 def test_a_small_invalid_history_is_looked_up_in_its_kept_operations(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     history = tmp_path / "history.edn"
     history.write_text(INVALID_EDN)
-    opened = _counting_opens(monkeypatch)
-    verify_history(history, VerifyOptions(engine="local"))
-    by_the_engine = len(opened)
-    opened.clear()
-
-    outcome = _outcome(history)
-
-    assert outcome.report is not None and outcome.report.verdict is Verdict.INVALID
-    assert len(opened) == by_the_engine  # the lookup read nothing more
-    assert outcome.report.history is None  # the kept operations stay in the worker
+    outcome, report, opens_beyond = _invalid_outcome_and_extra_opens(history, monkeypatch)
+    assert opens_beyond == 0  # the lookup read nothing more
+    assert report.history is None  # the kept operations stay in the worker
     _, operations = readers.open_history(history)
-    wanted = indices_to_look_up(outcome.report.failing())
+    wanted = indices_to_look_up(report.failing())
     assert wanted and outcome.lookup == call_spans(list(operations), wanted)
 
 
@@ -79,17 +86,10 @@ def test_a_json_lines_history_is_read_again_for_its_lookup(
     reads the file again, and finds the same calls."""
     history = tmp_path / "history.jsonl"
     history.write_text(INVALID_JSONL)
-    opened = _counting_opens(monkeypatch)
-    verify_history(history, VerifyOptions(engine="local"))
-    by_the_engine = len(opened)
-    opened.clear()
-
-    outcome = _outcome(history)
-
-    assert outcome.report is not None and outcome.report.verdict is Verdict.INVALID
-    assert len(opened) == by_the_engine + 1
+    outcome, report, opens_beyond = _invalid_outcome_and_extra_opens(history, monkeypatch)
+    assert opens_beyond == 1
     _, operations = readers.open_history(history)
-    assert outcome.lookup == call_spans(list(operations), indices_to_look_up(outcome.report.failing()))
+    assert outcome.lookup == call_spans(list(operations), indices_to_look_up(report.failing()))
 
 
 def test_a_large_history_is_not_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -97,15 +97,8 @@ def test_a_large_history_is_not_kept(tmp_path: Path, monkeypatch: pytest.MonkeyP
     history = tmp_path / "history.edn"
     padding = ";" + "x" * 1000 + "\n"  # EDN comments: the same calls, a large file
     history.write_text(padding * (KEEP_FOR_LOOKUP_BYTES // len(padding) + 1) + INVALID_EDN)
-    opened = _counting_opens(monkeypatch)
-    verify_history(history, VerifyOptions(engine="local"))
-    by_the_engine = len(opened)
-    opened.clear()
-
-    outcome = _outcome(history)
-
-    assert outcome.report is not None and outcome.report.verdict is Verdict.INVALID
-    assert len(opened) == by_the_engine + 1
+    _, _, opens_beyond = _invalid_outcome_and_extra_opens(history, monkeypatch)
+    assert opens_beyond == 1
 
 
 def test_large_tasks_start_first_largest_first_then_the_others_smallest_first() -> None:
