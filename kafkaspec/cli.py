@@ -402,6 +402,15 @@ def _parse_workers(context: click.Context, parameter: click.Parameter, value: st
     help="Print a shortest trace to a state where this witness holds (one scenario; its witnesses "
     "are listed by `kafkaspec scenarios NAME`).",
 )
+@click.option(
+    "--docs",
+    "docs_out",
+    type=click.Path(file_okay=True, dir_okay=True, path_type=Path),
+    default=None,
+    metavar="DIR",
+    help="With --all: then build the documentation site into DIR (as `kafkaspec docs --out DIR`) "
+    "from the same findings, so no scenario is checked twice; built whatever the outcomes were.",
+)
 def check_command(
     names: tuple[str, ...],
     check_all: bool,
@@ -412,12 +421,14 @@ def check_command(
     no_trace: bool,
     full_state: bool,
     witness: str | None,
+    docs_out: Path | None,
 ) -> None:
     """Model-check scenarios; print the shortest counterexample of each violation.
 
     Exit 0 when no violation is found within the bound (with --all: when every scenario
     has its expected outcome), 1 otherwise, 2 on bad input. With --witness: exit 0 when the
-    witness is reached within the bound, 1 when it is not.
+    witness is reached within the bound, 1 when it is not. With --docs: the site is built
+    after the checks whatever they found; exit as without it, or 1 when Sphinx warned.
     """
     from spec.scenarios import SCENARIOS, ConfigError, check_overrides, run_scenario  # see _known_scenarios
 
@@ -425,6 +436,8 @@ def check_command(
         raise UsageProblem("name at least one scenario, or use --all (see `kafkaspec scenarios`)")
     if witness is not None and (check_all or len(names) != 1):
         raise UsageProblem("--witness needs exactly one scenario name")
+    if docs_out is not None and (not check_all or as_json):
+        raise UsageProblem("--docs goes with --all (and without --json): the site documents every scenario")
     chosen = list(SCENARIOS) if check_all else _known_scenarios(names)
     overrides = _parse_set(settings)
     try:
@@ -433,6 +446,11 @@ def check_command(
         raise UsageProblem(str(error)) from None
     if witness is not None:
         sys.exit(_check_witness(chosen[0], witness, max_depth, overrides, workers, as_json, full_state))
+    if docs_out is not None:
+        from kafkaspec.outcomes import current_source_digest
+
+        _refuse_docs_dir(docs_out)  # before minutes of checking, not after
+        current_source_digest()  # of the source these checks run, for the site to reuse them
 
     console = _stdout_console(soft_wrap=False)
     outcomes: list[ScenarioOutcome[Any]] = []
@@ -465,6 +483,8 @@ def check_command(
         code = EXIT_OK if all(outcome.as_expected for outcome in outcomes) else EXIT_VIOLATION
     else:
         code = EXIT_VIOLATION if any(outcome.result.violation for outcome in outcomes) else EXIT_OK
+    if docs_out is not None:
+        code = max(code, _build_docs(docs_out, outcomes))
     sys.exit(code)
 
 
@@ -1182,6 +1202,37 @@ def _print_summary(console: Console, outcomes: list[ScenarioOutcome[Any]]) -> No
     )
 
 
+def _refuse_docs_dir(out: Path) -> None:
+    """A `--docs`/`--out` directory the site may not be built into is bad input (exit 2)."""
+    from kafkaspec.docs import DocsError, check_output_dir
+
+    try:
+        check_output_dir(out)
+    except DocsError as error:
+        raise UsageProblem(str(error)) from None
+
+
+def _build_docs(out: Path, outcomes: Sequence[ScenarioOutcome[Any]] = ()) -> int:
+    """Build the site into `out`, reusing `outcomes` where they answer a scenario as defined
+    (`kafkaspec.outcomes.reusable`: outcomes under `--set` or another bound are checked again);
+    print where its front page is. EXIT_VIOLATION when Sphinx warned (listed on stderr)."""
+    from kafkaspec.docs import DocsError, build_docs
+    from kafkaspec.outcomes import Findings, FindingsCache
+
+    cache = FindingsCache()
+    for outcome in outcomes:
+        cache.put(Findings(outcome, None, cache.digest))
+    try:
+        with _progress(sys.stderr.isatty()) as progress_for:
+            result = build_docs(out, say=progress_for("docs"), cache=cache)
+    except DocsError as error:
+        raise UsageProblem(str(error)) from None
+    for warning in result.warnings:
+        click.echo(f"kafkaspec docs: {warning}", err=True)
+    click.echo(f"docs: {len(result.pages)} pages in {result.seconds:.1f} s; open {result.index.resolve()}")
+    return EXIT_VIOLATION if result.warnings else EXIT_OK
+
+
 @cli.command("docs")
 @click.option(
     "--out",
@@ -1196,18 +1247,8 @@ def docs_command(out: Path) -> int:
 
     Exit 0 when built, 1 when Sphinx warned (listed on stderr), 2 for a bad --out directory.
     """
-    from kafkaspec.docs import DocsError, build_docs, check_output_dir
-
-    try:
-        check_output_dir(out)
-        with _progress(sys.stderr.isatty()) as progress_for:
-            result = build_docs(out, say=progress_for("docs"))
-    except DocsError as error:
-        raise UsageProblem(str(error)) from None
-    for warning in result.warnings:
-        click.echo(f"kafkaspec docs: {warning}", err=True)
-    click.echo(f"docs: {len(result.pages)} pages in {result.seconds:.1f} s; open {result.index.resolve()}")
-    return EXIT_VIOLATION if result.warnings else EXIT_OK
+    _refuse_docs_dir(out)
+    return _build_docs(out)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
