@@ -377,7 +377,7 @@ def _edn_run(
         ordinals.append(ordinal)
         ordinal += holds
         line = first + number
-        text = utf8_text(raw, Position(source, line=line))
+        text = utf8_text(raw, source, line)
         opener = _EDN_OPENER.match(text)
         if opener is not None:
             text = " " * opener.end() + text[opener.end() :]

@@ -178,13 +178,14 @@ def verify_history(
     if pool is not None and file.stat().st_size >= EARLY_START_BYTES:
         pool.start()  # before the history is read (see `WorkerPool.start`)
     started = time.perf_counter()
-    info, operations = readers.open_history(file, options.fmt)
-    sample = list(itertools.islice(operations, 2000))
-    if not sample:  # nothing recorded: unknown, whatever the model (see spark_checks.vacuous)
+    info, located = readers.open_located(file, options.fmt)
+    head = list(itertools.islice(located, SAMPLE_OPERATIONS))
+    if not head:  # nothing recorded: unknown, whatever the model (see spark_checks.vacuous)
         return _empty_report(str(file), info, options, engine, time.perf_counter() - started)
-    plan = _plan(options, info, sample)
+    plan = _plan(options, info, [operation for operation, _ in head])
     kept: list[Operation] | None = [] if keep_history else None
-    checked = verify_here(plan, file, info, progress, where, pool, options.fail_fast, kept, general)
+    opened = itertools.chain(head, located)
+    checked = verify_here(plan, file, info, opened, progress, where, pool, options.fail_fast, kept, general)
     return _report(
         str(file), info, plan, engine, checked, started, kept, lambda: _functions(file, info.format)
     )
@@ -259,10 +260,15 @@ class Checked:
 # ---------------------------------------------------------------------------------------
 
 
+SAMPLE_OPERATIONS: Final = 2000
+"""The model is told from the functions of a history's first this many operations."""
+
+
 def verify_here(
     plan: Plan,
     file: Path,
     info: readers.SourceInfo,
+    located: Iterable[readers.Located],
     progress: ProgressCallback | None = None,
     whereabouts: Whereabouts | None = None,
     pool: WorkerPool | None = None,
@@ -272,10 +278,11 @@ def verify_here(
 ) -> Checked:
     """The local engine: the Spark engine's stages (`spark_checks.distributed`) run in this
     process over the file as one split, the parts checked in `pool`'s worker processes when
-    given. A JSON Lines file is read by the stages' line reader (`distributed.jsonl_ops`),
-    unless `general` or `kept` (which collects the operations, for the report's timeline):
-    then, as every other format, through its reader's operations; the stages after reading
-    are the same (`test_engine` compares the two readings)."""
+    given. `located` is the history's operations with their lines (Parquet: rows) as
+    `verify_history` opened them, read once. A JSON Lines file is read instead by the stages'
+    line reader (`distributed.jsonl_ops`), unless `general` or `kept` (which collects the
+    operations, for the report's timeline): then, as every other format, through `located`;
+    the stages after reading are the same (`test_engine` compares the two readings)."""
     source = str(file)
 
     def splits() -> Iterator[tuple[int, Iterable[tuple[int, distributed.Op]]]]:
@@ -284,16 +291,8 @@ def verify_here(
                 chunks = iter(lambda: handle.readlines(LOCAL_CHUNK_BYTES), [])
                 yield 0, distributed.jsonl_ops(chunks, source, 1, 0)
             return
-        yield (
-            0,
-            (
-                (
-                    position.line if position.line is not None else position.row or 0,
-                    distributed.operation_op(operation),
-                )
-                for operation, position in _kept(readers.operation_positions(file, info.format), kept)
-            ),
-        )
+        read = located if kept is None else _kept(located, kept)
+        yield 0, ((line, distributed.operation_op(operation)) for operation, line in read)
 
     def job(
         committed: frozenset[int] | None, parts: frozenset[str] | None, facts: distributed.Facts
@@ -330,13 +329,10 @@ LOCAL_CHUNK_BYTES: Final = 1 << 20
 """The local engine reads a JSON Lines file this many bytes of lines at a time."""
 
 
-def _kept(
-    positions: Iterator[tuple[Operation, Position]], kept: list[Operation] | None
-) -> Iterator[tuple[Operation, Position]]:
-    for operation, position in positions:
-        if kept is not None:
-            kept.append(operation)
-        yield operation, position
+def _kept(located: Iterable[readers.Located], kept: list[Operation]) -> Iterator[readers.Located]:
+    for operation, line in located:
+        kept.append(operation)
+        yield operation, line
 
 
 def _check_calls(

@@ -65,15 +65,9 @@ from spark_checks.readers._common import (
     SourceInfo,
     display_name,
 )
-from spark_checks.readers.edn import edn_positions, read_edn, write_edn
-from spark_checks.readers.jsonl import jsonl_positions, read_jsonl, write_jsonl
-from spark_checks.readers.porcupine import (
-    etcd_log_positions,
-    kv_first_line,
-    kv_log_positions,
-    read_etcd_log,
-    read_kv_log,
-)
+from spark_checks.readers.edn import edn_located, write_edn
+from spark_checks.readers.jsonl import jsonl_located, write_jsonl
+from spark_checks.readers.porcupine import etcd_log_located, kv_first_line, kv_log_located
 
 __all__ = [
     "CANONICAL_CONVENTIONS",
@@ -81,8 +75,10 @@ __all__ = [
     "KNOSSOS_CONVENTIONS",
     "PORCUPINE_ETCD_CONVENTIONS",
     "PORCUPINE_KV_CONVENTIONS",
+    "Located",
     "SourceInfo",
     "open_history",
+    "open_located",
     "operation_positions",
     "sniff_format",
     "write_edn",
@@ -140,12 +136,38 @@ def _first_line(head: bytes) -> tuple[str, str, int]:
 
 def sniff_format(path: str | os.PathLike[str]) -> str:
     """The format of a history file (one of FORMATS), from its extension and first bytes."""
+    return _identify(path, "auto").format
+
+
+def _identify(path: str | os.PathLike[str], fmt: str) -> SourceInfo:
+    """What a history is (`fmt`, or sniffed when "auto"; for Porcupine, which dialect), from one
+    read of its first bytes, which also says now whether the file can be read (Parquet's reader
+    checks that itself and fills in its conventions: `open_located`)."""
+    if fmt != "auto" and fmt not in FORMATS:
+        raise ValueError(f"format must be auto or one of {', '.join(FORMATS)}; got {fmt!r}")
     name = display_name(path)
-    head = _head(path, name)
     extension = os.path.splitext(name)[1].lower()
-    if head.startswith(PARQUET_MAGIC) or extension == ".parquet":
-        return "parquet"
+    if fmt == "parquet" or (fmt == "auto" and extension == ".parquet"):
+        return SourceInfo("parquet", dict(CANONICAL_CONVENTIONS), "parquet")
+    head = _head(path, name)
     first, rest, line_number = _first_line(head)
+    if fmt == "auto":
+        fmt = _sniffed(name, extension, head, first, rest, line_number)
+    if fmt == "parquet":
+        return SourceInfo("parquet", dict(CANONICAL_CONVENTIONS), "parquet")
+    if fmt == "jsonl":
+        return SourceInfo("jsonl", dict(CANONICAL_CONVENTIONS), "jsonl")
+    if fmt == "edn":
+        return SourceInfo("edn", dict(KNOSSOS_CONVENTIONS), "jepsen-edn")
+    if kv_first_line(first):
+        return SourceInfo("porcupine", dict(PORCUPINE_KV_CONVENTIONS), "porcupine-kv")
+    return SourceInfo("porcupine", dict(PORCUPINE_ETCD_CONVENTIONS), "porcupine-etcd")
+
+
+def _sniffed(name: str, extension: str, head: bytes, first: str, rest: str, line_number: int) -> str:
+    """The format the first bytes and the extension tell (see the module docstring)."""
+    if head.startswith(PARQUET_MAGIC):
+        return "parquet"
     if not first:
         if extension in EXTENSIONS:
             return EXTENSIONS[extension]
@@ -168,23 +190,43 @@ def sniff_format(path: str | os.PathLike[str]) -> str:
     )
 
 
+Located = tuple[Operation, int]
+"""An operation with where it was read: its line (the first line of an EDN map), or its row
+(0-based) in a Parquet file."""
+
+_LOCATED = {
+    "jsonl": jsonl_located,
+    "jepsen-edn": edn_located,
+    "porcupine-kv": kv_log_located,
+    "porcupine-etcd": etcd_log_located,
+}
+
+
+def open_located(path: str | os.PathLike[str], fmt: str = "auto") -> tuple[SourceInfo, Iterator[Located]]:
+    """`open_history` with each operation's line (or Parquet row): one reading of the history
+    gives both what the checks need and where an error found later lies."""
+    info = _identify(path, fmt)
+    if info.format == "parquet":
+        from spark_checks.readers.parquet import open_parquet  # pyarrow: only the Parquet path pays it
+
+        conventions, operations = open_parquet(path)
+        return SourceInfo("parquet", conventions, "parquet"), _rows(operations)
+    return info, _LOCATED[info.dialect](path)
+
+
+def _rows(operations: Iterator[Operation]) -> Iterator[Located]:
+    return ((operation, row) for row, operation in enumerate(operations))
+
+
 def operation_positions(path: str | os.PathLike[str], fmt: str) -> Iterator[tuple[Operation, Position]]:
     """The operations of a history (format `fmt`, as `open_history` found it) each with where
     it was read: its line, or its row in Parquet. For error paths: an error found in a call
     (a value the model cannot hold) is reported at its operation's line."""
     name = display_name(path)
-    if fmt == "parquet":
-        from spark_checks.readers.parquet import open_parquet  # pyarrow: only the Parquet path pays it
-
-        _, operations = open_parquet(path)
-        return ((operation, Position(name, row=row)) for row, operation in enumerate(operations))
-    if fmt == "jsonl":
-        return jsonl_positions(path)
-    if fmt == "edn":
-        return edn_positions(path)
-    if kv_first_line(_first_line(_head(path, name))[0]):
-        return kv_log_positions(path)
-    return etcd_log_positions(path)
+    info, located = open_located(path, fmt)
+    if info.format == "parquet":
+        return ((operation, Position(name, row=row)) for operation, row in located)
+    return ((operation, Position(name, line=line)) for operation, line in located)
 
 
 def open_history(path: str | os.PathLike[str], fmt: str = "auto") -> tuple[SourceInfo, Iterator[Operation]]:
@@ -193,21 +235,5 @@ def open_history(path: str | os.PathLike[str], fmt: str = "auto") -> tuple[Sourc
     `fmt` is "auto" (sniff) or one of FORMATS. Raises HistoryError now if the file cannot be
     read or its format told; malformed content raises HistoryError while iterating.
     """
-    if fmt != "auto" and fmt not in FORMATS:
-        raise ValueError(f"format must be auto or one of {', '.join(FORMATS)}; got {fmt!r}")
-    name = display_name(path)
-    if fmt == "auto":
-        fmt = sniff_format(path)
-    if fmt == "parquet":
-        from spark_checks.readers.parquet import open_parquet  # pyarrow: only the Parquet path pays it
-
-        conventions, operations = open_parquet(path)
-        return SourceInfo("parquet", conventions, "parquet"), operations
-    head = _head(path, name)
-    if fmt == "jsonl":
-        return SourceInfo("jsonl", dict(CANONICAL_CONVENTIONS), "jsonl"), read_jsonl(path)
-    if fmt == "edn":
-        return SourceInfo("edn", dict(KNOSSOS_CONVENTIONS), "jepsen-edn"), read_edn(path)
-    if kv_first_line(_first_line(head)[0]):
-        return SourceInfo("porcupine", dict(PORCUPINE_KV_CONVENTIONS), "porcupine-kv"), read_kv_log(path)
-    return SourceInfo("porcupine", dict(PORCUPINE_ETCD_CONVENTIONS), "porcupine-etcd"), read_etcd_log(path)
+    info, located = open_located(path, fmt)
+    return info, (operation for operation, _ in located)

@@ -77,12 +77,14 @@ def display_name(path: str | os.PathLike[str]) -> str:
     return os.fspath(path)
 
 
-def utf8_text(raw: bytes, position: Position) -> str:
-    """A line's bytes as text; a byte that is not UTF-8 is a HistoryError at `position` naming it."""
+def utf8_text(raw: bytes, file: str, line: int | None) -> str:
+    """A line's bytes as text; a byte that is not UTF-8 is a HistoryError at the line of `file`
+    naming it (the `Position` is made only then: this runs once per line of a history)."""
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise HistoryError(position, f"not UTF-8 text (byte {error.start} of the line)") from None
+        message = f"not UTF-8 text (byte {error.start} of the line)"
+        raise HistoryError(Position(file, line=line), message) from None
 
 
 def create_history_file(path: str | os.PathLike[str], overwrite: bool, binary: bool = False) -> IO[Any]:

@@ -449,20 +449,16 @@ def read_file_chunks(path: str | os.PathLike[str], name: str) -> Iterator[str]:
 
 def read_edn(path: str | os.PathLike[str]) -> Iterator[Operation]:
     """Stream the operations of a Jepsen/Knossos EDN history."""
+    return (operation for operation, _ in edn_located(path))
+
+
+def edn_located(path: str | os.PathLike[str]) -> Iterator[tuple[Operation, int]]:
+    """The operations of a Jepsen/Knossos EDN history, each with the line its op map starts on."""
     name = display_name(path)
     for ordinal, (value, line) in enumerate(iter_forms(read_file_chunks(path, name), name)):
         if type(value) is not dict:
             raise HistoryError(Position(name, line=line), f"{EXPECTED_OP}; got {_describe(value)}")
-        yield make_operation(value, ordinal, name, line, EXPECTED_OP)
-
-
-def edn_positions(path: str | os.PathLike[str]) -> Iterator[tuple[Operation, Position]]:
-    """`read_edn` with each operation's line (for locating an error found later)."""
-    name = display_name(path)
-    for ordinal, (value, line) in enumerate(iter_forms(read_file_chunks(path, name), name)):
-        if type(value) is not dict:
-            raise HistoryError(Position(name, line=line), f"{EXPECTED_OP}; got {_describe(value)}")
-        yield make_operation(value, ordinal, name, line, EXPECTED_OP), Position(name, line=line)
+        yield make_operation(value, ordinal, name, line, EXPECTED_OP), line
 
 
 def _describe(value: Any) -> str:

@@ -72,6 +72,11 @@ def first_long_integer(data: bytes) -> int:
 
 def read_jsonl(path: str | os.PathLike[str]) -> Iterator[Operation]:
     """Stream the operations of a canonical JSON Lines history."""
+    return (operation for operation, _ in jsonl_located(path))
+
+
+def jsonl_located(path: str | os.PathLike[str]) -> Iterator[tuple[Operation, int]]:
+    """The operations of a canonical JSON Lines history, each with its line number."""
     name = display_name(path)
     try:
         handle = open(path, "rb")  # noqa: SIM115 - closed by the with below, inside the generator
@@ -82,19 +87,7 @@ def read_jsonl(path: str | os.PathLike[str]) -> Iterator[Operation]:
         for line_number, raw in enumerate(handle, 1):
             operation = parse_line(raw, ordinal, name, line_number)
             if operation is not None:
-                yield operation
-                ordinal += 1
-
-
-def jsonl_positions(path: str | os.PathLike[str]) -> Iterator[tuple[Operation, Position]]:
-    """`read_jsonl` with each operation's line (for locating an error found later)."""
-    name = display_name(path)
-    with open(path, "rb") as handle:
-        ordinal = 0
-        for line_number, raw in enumerate(handle, 1):
-            operation = parse_line(raw, ordinal, name, line_number)
-            if operation is not None:
-                yield operation, Position(name, line=line_number)
+                yield operation, line_number
                 ordinal += 1
 
 
@@ -137,7 +130,7 @@ def decode_line(raw: bytes, name: str, line_number: int | None) -> dict[str, Any
 
 def _slow_decode(raw: bytes, name: str, line_number: int | None) -> Any:
     """The standard library's decoding of one line (None when it is blank)."""
-    text = utf8_text(raw, Position(name, line=line_number))
+    text = utf8_text(raw, name, line_number)
     start = 0 if text[:1] == "{" else len(text) - len(text.lstrip())
     if start == len(text):
         return None  # a blank line

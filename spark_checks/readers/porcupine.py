@@ -96,16 +96,10 @@ def _etcd_value(text: str | None, name: str, line: int) -> tuple[Any, bool]:
 
 def read_etcd_log(path: str | os.PathLike[str]) -> Iterator[Operation]:
     """Stream the operations of a Porcupine etcd Jepsen log."""
-    return (operation for operation, _ in _etcd_operations(path))
+    return (operation for operation, _ in etcd_log_located(path))
 
 
-def etcd_log_positions(path: str | os.PathLike[str]) -> Iterator[tuple[Operation, Position]]:
-    """The operations of a Porcupine etcd Jepsen log, each with its line."""
-    name = display_name(path)
-    return ((operation, Position(name, line=line)) for operation, line in _etcd_operations(path))
-
-
-def _etcd_operations(path: str | os.PathLike[str]) -> Iterator[tuple[Operation, int]]:
+def etcd_log_located(path: str | os.PathLike[str]) -> Iterator[tuple[Operation, int]]:
     """The operations of a Porcupine etcd Jepsen log, each with its line number (a `Position`
     is made only for an error: making one per line cost a third of the reading). A line of the
     usual shape is split (`_etcd_fields`), any other goes through `_ETCD_LINE`, which finds the
@@ -116,7 +110,7 @@ def _etcd_operations(path: str | os.PathLike[str]) -> Iterator[tuple[Operation, 
     with _open_lines(path, name) as lines:
         ordinal = 0
         for line_number, raw in enumerate(lines, 1):
-            text = _decode_line(raw, name, line_number)
+            text = utf8_text(raw, name, line_number)
             fields = _etcd_fields(text)
             if fields is None:
                 if not text or text.isspace():
@@ -194,22 +188,16 @@ def _etcd_fields_matched(text: str, name: str, line_number: int) -> tuple[int | 
 
 def read_kv_log(path: str | os.PathLike[str]) -> Iterator[Operation]:
     """Stream the operations of a Porcupine kv log (one EDN map per line)."""
-    return (operation for operation, _ in _kv_operations(path))
+    return (operation for operation, _ in kv_log_located(path))
 
 
-def kv_log_positions(path: str | os.PathLike[str]) -> Iterator[tuple[Operation, Position]]:
-    """The operations of a Porcupine kv log, each with its line."""
-    name = display_name(path)
-    return ((operation, Position(name, line=line)) for operation, line in _kv_operations(path))
-
-
-def _kv_operations(path: str | os.PathLike[str]) -> Iterator[tuple[Operation, int]]:
+def kv_log_located(path: str | os.PathLike[str]) -> Iterator[tuple[Operation, int]]:
     """The operations of a Porcupine kv log, each with its line number."""
     name = display_name(path)
     with _open_lines(path, name) as lines:
         ordinal = 0
         for line_number, raw in enumerate(lines, 1):
-            text = _decode_line(raw, name, line_number)
+            text = utf8_text(raw, name, line_number)
             if not text or text.isspace():
                 continue
             plain = _KV_LINE.fullmatch(text)
@@ -246,10 +234,6 @@ def _open_lines(path: str | os.PathLike[str], name: str) -> BinaryIO:
         return open(path, "rb")  # the caller closes it (with)
     except OSError as error:
         raise HistoryError(Position(name), f"cannot read the file: {error.strerror}") from None
-
-
-def _decode_line(raw: bytes, name: str, line_number: int) -> str:
-    return utf8_text(raw, Position(name, line=line_number))
 
 
 def _clip(text: str, limit: int = 80) -> str:

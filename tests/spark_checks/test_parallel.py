@@ -115,13 +115,13 @@ def test_workers_start_before_a_large_history_is_read(
     write_jsonl(history, generate_history(8_000, 8, seed=5))
     assert history.stat().st_size >= EARLY_START_BYTES
     seen: list[int] = []
-    reading = readers.open_history
+    reading = readers.open_located
 
     def watched(*arguments: Any) -> Any:
         seen.append(pool.idle_workers)
         return reading(*arguments)
 
-    monkeypatch.setattr(readers, "open_history", watched)
+    monkeypatch.setattr(readers, "open_located", watched)
     with WorkerPool(2) as pool:
         report = verify_history(history, VerifyOptions(engine="local"), pool=pool)
     assert seen and seen[0] == 2  # forked before the history was read
