@@ -907,7 +907,8 @@ def _verify_many(
             else:
                 console.print(f"{done.path}: UNKNOWN ({done.unfinished})")
 
-    with _progress(sys.stderr.isatty() and not as_json) as progress_for:
+    showing = sys.stderr.isatty() and not as_json
+    with _progress(showing) as progress_for:
         say = progress_for("verify")
         if spark:  # started here to be seen starting; the engine's spark_session() reuses it
             spark_session(
@@ -921,7 +922,7 @@ def _verify_many(
             options,
             pool,
             keep_history=report_path is not None,
-            progress=say,
+            progress=say if showing else None,  # None: the workers send no progress to show
             on_outcome=on_outcome,
             whereabouts=whereabouts,
             in_this_process=spark,

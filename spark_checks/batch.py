@@ -239,7 +239,7 @@ def verify_files(
         stopped=stopped,
         deadline=options.budget.deadline,
         on_done=on_done,
-        on_progress=on_progress,
+        on_progress=on_progress if progress is not None else None,
         on_start=on_start,
         large_first_from=PARALLEL_MIN_BYTES,
     )

@@ -151,9 +151,11 @@ class Connection:
         return self.reading
 
     def send_bytes(self, data: bytes) -> None:
-        """Send one message (blocks while the pipe is full)."""
-        self._write(len(data).to_bytes(8, "big"))
-        self._write(data)
+        """Send one message (blocks while the pipe is full), its length and bytes in one write:
+        written apart, the reader woke at the length and blocked until the bytes came (two
+        more switches between the processes per message, and on a busy machine a wait for the
+        writer's next turn on a core)."""
+        self._write(len(data).to_bytes(8, "big") + data)
 
     def recv_bytes(self) -> bytes:
         """The next message; EOFError when the other end is closed."""
@@ -400,7 +402,8 @@ class _Run(Generic[R]):
         busy: dict[Connection, _Worker] = {}
         stop: Stop | None = None
         try:
-            message = pickle.dumps(("shared", shared), pickle.HIGHEST_PROTOCOL)
+            reporting = self.on_progress is not None  # else a worker says nothing: no message, no wake-up
+            message = pickle.dumps(("shared", (shared, reporting)), pickle.HIGHEST_PROTOCOL)
             for worker in self.workers:
                 worker.connection.send_bytes(message)
             for worker in self.workers:
@@ -534,18 +537,20 @@ def _serve(connection: Connection) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle: it kills us
     gc.freeze()  # the inherited objects are never collected here: keep their pages shared
     shared: Any = None
+    reporting = False
     while True:
         try:
             kind, message = pickle.loads(connection.recv_bytes())
         except (EOFError, OSError):  # the caller closed the pipe: done
             return
         if kind == "shared":
-            shared = message
+            shared, reporting = message
             continue
         index, function, arguments, share = message
 
-        def say(text: str, index: int = index) -> None:
-            connection.send_bytes(pickle.dumps(("progress", index, text)))
+        def say(text: str, index: int = index, reporting: bool = reporting) -> None:
+            if reporting:
+                connection.send_bytes(pickle.dumps(("progress", index, text)))
 
         try:
             answer: tuple[str, int, Any] = (

@@ -353,3 +353,40 @@ def test_a_closed_pipe_ends_the_reading() -> None:
         ours.recv_bytes()
     ours.close()
     ours.close()  # closing again does nothing
+
+
+def _chatty(_shared: object, number: int, context: TaskContext) -> int:
+    for step in range(3):
+        context.say(f"task {number}, step {step}")
+    return number
+
+
+@needs_fork
+@pytest.mark.parametrize("listening", [True, False])
+def test_a_worker_sends_progress_only_to_a_caller_that_listens(
+    listening: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every message a worker sends wakes the caller: what a task says crosses the pipe only when
+    the caller has an `on_progress` to tell it to, else only the results come back."""
+    received: list[bytes] = []
+    receive = Connection.recv_bytes
+
+    def counted(connection: Connection) -> bytes:
+        message = receive(connection)
+        received.append(message)
+        return message
+
+    monkeypatch.setattr(Connection, "recv_bytes", counted)
+    heard: list[tuple[int, str]] = []
+    with WorkerPool(2) as pool:
+        results = pool.run(
+            [Task(1, _chatty, (number,)) for number in range(4)],
+            is_invalid=lambda _result: False,
+            stopped=lambda _index, _stop: -1,
+            on_progress=(lambda index, text: heard.append((index, text))) if listening else None,
+        )
+    assert results == [0, 1, 2, 3]
+    assert len(received) == 4 + len(heard)
+    assert sorted(heard) == (
+        [(n, f"task {n}, step {s}") for n in range(4) for s in range(3)] if listening else []
+    )
