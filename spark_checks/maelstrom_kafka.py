@@ -199,7 +199,21 @@ def report_model(model: str, conventions: Mapping[str, JsonValue]) -> str:
 def report_conventions(
     conventions: Mapping[str, JsonValue], plan_conventions: Mapping[str, JsonValue]
 ) -> dict[str, JsonValue]:
-    """A report's conventions, with Maelstrom's when the plan is in its dialect."""
+    """A report's conventions, with Maelstrom's when the plan is in its dialect. A Kafka
+    report's `ww_deps`, `unseen` and allowed types are the plan's (`--ww-deps`,
+    `--jepsen-unseen`): the conventions given may be a per-key part's, which is checked
+    without them (they only change the whole-history part's findings)."""
+    reported = dict(conventions)
+    if "allowed_error_types" in reported:
+        from spark_checks.kafka_checker import allowed_error_types  # only a Kafka report needs it
+
+        ww_deps = bool(plan_conventions.get("ww_deps", False))
+        sub_via = reported.get("sub_via")
+        reported["ww_deps"] = ww_deps
+        reported["unseen"] = plan_conventions.get("unseen", "kafkaspec")
+        reported["allowed_error_types"] = sorted(
+            allowed_error_types(sub_via if isinstance(sub_via, list) else [], ww_deps)
+        )
     if is_maelstrom(plan_conventions):
-        return {**conventions, **REPORT_CONVENTIONS, "unseen": plan_conventions.get("unseen", "jepsen")}
-    return dict(conventions)
+        return {**reported, **REPORT_CONVENTIONS, "unseen": plan_conventions.get("unseen", "jepsen")}
+    return reported

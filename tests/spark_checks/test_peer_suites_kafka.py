@@ -22,15 +22,18 @@ set), the restatement takes the smallest, as kafkaspec does; where Jepsen throws
 from __future__ import annotations
 
 import itertools
+import json
 import random
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from spark_checks.history import Operation, OpType, pair_calls
 from spark_checks.kafka_checker import check_kafka
+from tests.helpers import run_cli
 from tests.spark_checks import test_jepsen_parity as parity
 
 Op = dict[str, Any]
@@ -800,3 +803,28 @@ def check_one(seed: int, ww_deps: bool, quirk: bool) -> None:
 def test_random_histories_get_jepsens_types(ww_deps: bool, quirk: bool) -> None:
     for seed in range(150):
         check_one(seed, ww_deps, quirk)
+
+
+# ---------------------------------------------------------------------------------------
+# The report states the options the check ran with
+# ---------------------------------------------------------------------------------------
+
+
+def test_the_report_states_ww_deps_and_the_unseen_mode_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The report's conventions were a per-key part's, checked without these options: it said
+    # ww_deps=false and unseen="kafkaspec", with G1c missing from the allowed types, on a
+    # history `--ww-deps` made valid because G1c is allowed.
+    path = tmp_path / "g1c.jsonl"
+    parity.write_jsonl(path, parity.g1c_pure_wr_history())
+    code, out, _ = run_cli(capsys, "verify", str(path), "--json", "--ww-deps", "--jepsen-unseen")
+    (report,) = json.loads(out)["histories"]
+    assert code == 0 and report["verdict"] == "valid"
+    conventions = report["conventions"]
+    assert conventions["ww_deps"] is True and conventions["unseen"] == "jepsen"
+    assert {"G1c", "PL-2-cycle-exists"} <= set(conventions["allowed_error_types"])
+    code, out, _ = run_cli(capsys, "verify", str(path), "--json")
+    (report,) = json.loads(out)["histories"]
+    assert code == 1 and report["conventions"]["ww_deps"] is False
+    assert "G1c" not in report["conventions"]["allowed_error_types"]
