@@ -86,7 +86,8 @@ checker lists `:error-types`.
 So `unseen` (checked at the end of the history) is an error, as upstream.
 
 Deviations, stated: `no-writer-of-value` (a value was read that no call sent) is reported as
-an error: upstream throws (`:no-writer-of-value`) and the check ends `:unknown`. A
+an error: upstream throws (`:no-writer-of-value`) and the check ends `:unknown`; the
+whole-history part names it in `deviations_from_jepsen`. A
 `precommitted-read` is reported per (call, key) with all such values (upstream: the first key
 of a call only). `:rebalance-log` (which exempts keys from int-poll checks) has no place in the
 canonical format and is not supported. `unseen-merge`: Jepsen's `unseen` fold merges the
@@ -1983,6 +1984,25 @@ def _unseen_merge(
         )
 
 
+def _no_writer_deviation(collected: _Collected, deviations: list[JsonValue]) -> None:
+    """Name the difference when some value read was sent by no call: Jepsen's analysis throws
+    `:no-writer-of-value` there (its checker answers `:unknown`); the keys report the anomaly
+    `no-writer-of-value`."""
+    keys = sorted(
+        key
+        for key, state in collected.states.items()
+        if state.ok_read.keys() - state.writer_of.keys() or state.other_read.keys() - state.writer_of.keys()
+    )
+    if keys:
+        deviations.append(
+            {
+                "name": "no-writer-of-value",
+                "keys": keys,
+                "jepsen": "throws :no-writer-of-value, so its checker answers unknown",
+            }
+        )
+
+
 # ---------------------------------------------------------------------------------------
 # Results
 # ---------------------------------------------------------------------------------------
@@ -2156,6 +2176,7 @@ def _check_all(
         _cycles(collected, committed, found, options.ww_deps, deadline)
         deviations: list[JsonValue] = []
         _unseen_merge(collected, options.unseen, found, deviations)
+        _no_writer_deviation(collected, deviations)
         extra["deviations_from_jepsen"] = deviations
         extra["realtime_lag"] = realtime_lag_summary(collected.ordered)
     used = collected.sub_via_seen if options.sub_via is None else set(options.sub_via)

@@ -828,3 +828,16 @@ def test_the_report_states_ww_deps_and_the_unseen_mode_given(
     (report,) = json.loads(out)["histories"]
     assert code == 1 and report["conventions"]["ww_deps"] is False
     assert "G1c" not in report["conventions"]["allowed_error_types"]
+
+
+def test_the_no_writer_deviation_is_named_in_the_whole_history_part() -> None:
+    operations = crashed_txn_history(send_a=False).operations
+    deviations = check_kafka(list(pair_calls(operations))).evidence["deviations_from_jepsen"]
+    assert isinstance(deviations, list)
+    assert {
+        "name": "no-writer-of-value",
+        "keys": ["x"],
+        "jepsen": "throws :no-writer-of-value, so its checker answers unknown",
+    } in deviations
+    sent = check_kafka(list(pair_calls(crashed_txn_history(send_a=True).operations)))
+    assert sent.evidence["deviations_from_jepsen"] == []
