@@ -11,23 +11,23 @@ invocation and completion in one split. What the split cannot pair goes out as `
 rows keyed by process: the invocations still open at its end, and the first operation of
 each process in it (a completion that may end an earlier split's call, or an invocation
 that must not start while one is open). The calls are split into per-part pieces
-(`checking.split_calls`) and leave as `CALLS` rows, one per part and window of calls.
+(`checking.split_calls`) and leave as `CALLS` rows, one per part and window of calls; a
+Kafka history's assign/subscribe calls, which every key's check needs, as the CALLS rows of
+`SUBSCRIPTIONS_PART`. A `FACTS` row gives the split's counts.
 
 Border pairing (`border_rows`): the border rows of one process, in file order (Spark
 repartitions them by process and sorts by position: a small shuffle, a few rows per process
 and split), are paired by `history.pair_calls`' rules; their calls leave as stage 1's do.
 
-Stage 2 (`check_rows`): the `CALLS` rows of some parts (Spark repartitions them by part) ->
-each part checked (`checking.check_part`). Kafka parts also need the history's assign and
-subscribe calls (`SUBSCRIPTIONS` rows, which the engine gathers and broadcasts) and whether
-it has transactions (`FACTS`). Whether an `info` send committed (some value it sent was read
-by an `ok` call) is decided inside its key's part, where every read of that key is: exact
-for a call that sent to one key. A part that assumed a multi-key info call had not
-committed says so (`UNDECIDED`); when another part saw it commit (`COMMITTED`), the engine
-checks that part again knowing it (`Gathered.recheck`).
+Stage 2 (`check_rows`): the CALLS rows of some parts, with those of `SUBSCRIPTIONS_PART` ->
+each part checked (`checking.check_part`) -> one `answer` per part. Whether an `info` send
+committed (some value it sent was read by an `ok` call) is decided inside its key's part,
+where every read of that key is: exact for a call that sent to one key. A part that assumed
+a multi-key info call had not committed says so in its answer; when another part saw it
+commit, the engine checks that part again knowing it (`Gathered.recheck`).
 
 One encoding of a call (`call_fields`/`call_from_fields`): a JSON list of `history.Call`'s
-fields; a Kafka piece carries only what the Kafka checks read (`kafka_piece`). Positions
+fields; a Kafka piece carries only what the Kafka checks read (`piece_fields`). Positions
 are (split, line): a split is the byte where it starts (a Parquet file: 0, with the row as
 its line), and a line is counted from the split's start unless the engine gave each split's
 first line and operation ordinal (`Starts`), which it does only when it must: an operation
@@ -58,6 +58,8 @@ from spark_checks.checking import (
     Plan,
     check_key_deciding_commits,
     check_part,
+    kafka_context,
+    partition_key_json,
     split_calls,
     unchecked_result,
 )
@@ -87,19 +89,16 @@ from spark_checks.readers._common import make_operation, nests_deeper, shown, ut
 from spark_checks.readers.edn import EXPECTED_OP, iter_forms
 from spark_checks.readers.jsonl import EXPECTED, LINE_NESTING, decode_line, first_long_integer
 
-# Row kinds. Stage 1 and border pairing: (kind, part, split, line, payload).
-CALLS: Final = 0  # part: a part's key JSON; payload: JSON list of `call_fields` lists
+# Stage 1's rows and border pairing's: (kind, part, split, line, payload).
+CALLS: Final = 0  # part: a part's key JSON, or SUBSCRIPTIONS_PART; payload: JSON list of `call_fields`
 BORDER: Final = 1  # part: the process as JSON; split, line: where; payload: JSON [role, *op]
-FACTS: Final = 2  # payload: JSON [operations, calls, has transactions] of a split
-SUBSCRIPTIONS: Final = 3  # payload: JSON list of the assign/subscribe calls' `call_fields`
-ERROR: Final = 4  # split, line: where (or the operation's index); payload: JSON [problem, message]
-# Stage 2: (kind, payload).
-RESULT: Final = 5  # payload: JSON of `result_to_row`
-COMMITTED: Final = 6  # payload: JSON list of info calls (invocation indices) a part saw commit
-UNDECIDED: Final = 7  # payload: JSON [part, [multi-key info calls it assumed uncommitted]]
-
+FACTS: Final = 2  # payload: JSON [operations, calls] of a split
+ERROR: Final = 3  # split, line: where (or the operation's index); payload: JSON [problem, message]
 Row = tuple[int, str, int, int, bytes]
-OutRow = tuple[int, bytes]
+
+SUBSCRIPTIONS_PART: Final = ""
+"""The CALLS rows of a Kafka history's assign/subscribe calls, which every key's check needs
+(no part's key: a key's JSON text is never empty)."""
 
 # Border roles: the first operation of a process in a split, an invocation open at its end.
 # Sorted by position then role: an invocation that is both comes first as FIRST.
@@ -133,7 +132,6 @@ _OK_TYPE: Final = _TYPES["ok"]
 _INFO_TYPE: Final = _TYPES["info"]
 _OUTCOMES: Final[dict[str, Outcome]] = {t.value: Outcome(t.value) for t in OpType if t is not OpType.INVOKE}
 _OUTCOME_BY_CODE: Final = {outcome.value: outcome for outcome in Outcome}
-TRANSACTIONS: Final = "txn"
 
 
 class OrdinalsNeededError(Exception):
@@ -163,15 +161,6 @@ def loads(data: bytes) -> Any:
     if data[:1] == _STANDARD:
         return json.loads(data[1:])
     return orjson.loads(data)
-
-
-def join_encoded(pieces: Sequence[bytes]) -> bytes:
-    """Values encoded one by one (`dumps`) as one JSON list, which `loads` reads: each is
-    encoded while it is fresh in the cache, and the texts are joined at once."""
-    if any(piece[:1] == _STANDARD for piece in pieces):
-        texts = [piece[1:] if piece[:1] == _STANDARD else piece for piece in pieces]
-        return _STANDARD + b"[" + b",".join(texts) + b"]"
-    return b"[" + b",".join(pieces) + b"]"
 
 
 def call_fields(call: Call) -> list[Any]:
@@ -216,35 +205,27 @@ def call_from_fields(fields: Sequence[Any]) -> Call:
     )
 
 
-def encode_call(call: Call) -> bytes:
-    """A call as compact JSON (`call_fields`); `decode_call` gives an equal call back."""
-    return dumps(call_fields(call))
-
-
-def decode_call(data: bytes) -> Call:
-    """The inverse of `encode_call`."""
-    return call_from_fields(loads(data))
-
-
-def kafka_piece(piece: Call) -> Call:
-    """A Kafka piece with only what the Kafka checks read: process, function, outcome, indices,
-    key and the analysed value (`kafka_checker.analysed_value`) as its completion's; not the
-    other value nor the times (a quarter of the bytes shipped). Checked alike."""
+def piece_fields(piece: Call) -> list[Any]:
+    """A Kafka piece's `call_fields` with only what the Kafka checks read: process, function,
+    outcome, indices, key and the analysed value (`kafka_checker.analysed_value`) as its
+    completion's (and its output, if ok); not the other value nor the times (a quarter of the
+    bytes shipped). Checked alike."""
     analysed = kafka_checker.analysed_value(piece)
-    ok = piece.outcome is Outcome.OK
-    return new_call(
+    ok = 1 if piece.outcome is Outcome.OK else 0
+    indices = piece.invoke_index, piece.complete_index
+    return [
         piece.process,
         piece.f,
         None,
-        analysed if ok else None,
-        piece.outcome,
-        piece.invoke_index,
-        piece.complete_index,
+        analysed,
+        ok,
+        None,
+        piece.outcome.value,
+        *indices,
         piece.key,
         None,
         None,
-        analysed,
-    )
+    ]
 
 
 SEVERAL: Final = 1
@@ -476,96 +457,84 @@ def _without_invocation(operation: Op, at: Position) -> HistoryError:
 
 
 class _Sink:
-    """Calls -> rows: each call's pieces gathered per part (`CALLS`, one row per part every
-    `WINDOW_CALLS` calls), the assign/subscribe calls (`SUBSCRIPTIONS`) and, for Kafka, every
-    data call for the whole-history part."""
+    """Calls -> CALLS rows: each call's pieces (`call_fields` lists) gathered per part, one row
+    per part every `WINDOW_CALLS` calls; a Kafka history's assign/subscribe calls go to
+    `SUBSCRIPTIONS_PART`, and each of its data calls also whole to the whole-history part."""
 
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
         self.kafka = plan.model == "kafka"
-        self.pieces: dict[str, list[bytes]] = {}
-        self.subscriptions: list[bytes] = []
+        self.pieces: dict[str, list[list[Any]]] = {}
         self.calls = 0
-        self.transactions = False
         self.parts: dict[Any, str] = {}  # Kafka key -> its part's JSON
 
     def add_pair(self, invocation: Op, completion: Op | None) -> None:
         self.calls += 1
         if self.kafka and completion is not None and _fast_pieces(invocation, completion, self):
-            self._add(CYCLES_PART, encode_call(_call(invocation, completion)))
+            self._add(CYCLES_PART, call_fields(_call(invocation, completion)))
             return
         self.add_call(_open_call(invocation) if completion is None else _call(invocation, completion))
 
     def add_call(self, call: Call) -> None:
         if not self.kafka:
             for part, piece in split_calls(self.plan, (call,)):
-                self._add(part, encode_call(piece))
+                self._add(part, call_fields(piece))
             return
-        f = call.f
-        if f in kafka_checker.SUBSCRIPTION_FUNCTIONS:
-            self.subscriptions.append(encode_call(call))
+        if call.f in kafka_checker.SUBSCRIPTION_FUNCTIONS:
+            self._add(SUBSCRIPTIONS_PART, call_fields(call))
             return
-        if f == TRANSACTIONS:
-            self.transactions = True
         split = kafka_checker.split_call(call)
         several = len(split) > 1 and call.outcome is Outcome.INFO and _sends_to_several_keys(call)
         for key, piece in split:
-            fields = call_fields(kafka_piece(piece))
+            fields = piece_fields(piece)
             if several:
                 fields.append(SEVERAL)
             self.add_piece(key, fields)
-        if f in kafka_checker.DATA_FUNCTIONS:
-            self._add(CYCLES_PART, encode_call(call))
+        if call.f in kafka_checker.DATA_FUNCTIONS:
+            self._add(CYCLES_PART, call_fields(call))
 
     def add_piece(self, key: Any, fields: list[Any]) -> None:
         part = self.parts.get(key)
         if part is None:
-            part = self.parts[key] = _part_json(key)
-        self._add(part, dumps(fields))
+            part = self.parts[key] = partition_key_json(key)
+        self._add(part, fields)
 
-    def _add(self, part: str, encoded: bytes) -> None:
+    def _add(self, part: str, fields: list[Any]) -> None:
         entries = self.pieces.get(part)
         if entries is None:
-            self.pieces[part] = [encoded]
+            self.pieces[part] = [fields]
         else:
-            entries.append(encoded)
+            entries.append(fields)
 
     def take(self) -> Iterator[Row]:
         """The pieces gathered so far, one CALLS row per part."""
         for part, entries in self.pieces.items():
-            yield CALLS, part, 0, 0, join_encoded(entries)
+            yield CALLS, part, 0, 0, dumps(entries)
         self.pieces = {}
-
-    def facts(self, operations: int) -> Iterator[Row]:
-        if self.subscriptions:
-            yield SUBSCRIPTIONS, "", 0, 0, join_encoded(self.subscriptions)
-            self.subscriptions = []
-        yield FACTS, "", 0, 0, dumps([operations, self.calls, self.transactions])
 
 
 WINDOW_CALLS: Final = 16384
-"""Stage 1 joins each part's encoded pieces into one row every this many calls, so it holds
-few small bytes objects at a time."""
+"""Stage 1 writes each part's pieces as one row every this many calls, so it holds few at a time."""
 
 
 def split_rows(plan: Plan, ops: Iterable[tuple[int, Op]], source: str, split: int = 0) -> Iterator[Row]:
     """Stage 1 for one split: `ops` (line, operation) in file order -> the CALLS rows of the
-    calls it pairs, the BORDER rows of what it cannot pair, its FACTS and SUBSCRIPTIONS; bad
-    input ends it with one ERROR row (after the border rows read so far, see `border_rows`).
-    `OrdinalsNeededError` propagates (the engine reads again with `Starts`)."""
+    calls it pairs, the BORDER rows of what it cannot pair, and its FACTS; bad input ends it
+    with one ERROR row (after the border rows read so far, see `border_rows`).
+    `OrdinalsNeededError` becomes an ERROR row too (the engine reads again with `Starts`)."""
     sink = _Sink(plan)
     open_calls: dict[Any, tuple[int, Op]] = {}
+    border: list[Row] = []
     seen: set[Any] = set()
     operations = 0
     window = WINDOW_CALLS
-    border: list[Row] = []
     try:
         for line, operation in ops:
             operations += 1
             process = operation[1]
             if process not in seen:
                 seen.add(process)
-                border.append((BORDER, _part_json(process), split, line, dumps([FIRST, *operation])))
+                border.append(_border_row(FIRST, operation, split, line))
                 if operation[2] is not _INVOKE:
                     continue  # may end a call an earlier split opened: paired at the border
             if operation[2] is _INVOKE:
@@ -584,15 +553,19 @@ def split_rows(plan: Plan, ops: Iterable[tuple[int, Op]], source: str, split: in
             if not window:
                 window = WINDOW_CALLS
                 yield from sink.take()
-        yield from sink.take()
     except (HistoryError, ValueError, OrdinalsNeededError) as error:
         yield from border
         yield _error_row(error, split)
         return
+    yield from sink.take()
     yield from border
     for line, invocation in open_calls.values():
-        yield BORDER, _part_json(invocation[1]), split, line, dumps([OPEN, *invocation])
-    yield from sink.facts(operations)
+        yield _border_row(OPEN, invocation, split, line)
+    yield FACTS, "", split, 0, dumps([operations, sink.calls])
+
+
+def _border_row(role: int, operation: Op, split: int, line: int) -> Row:
+    return BORDER, partition_key_json(operation[1]), split, line, dumps([role, *operation])
 
 
 def _error_row(error: Exception, split: int, line: int = 0) -> Row:
@@ -609,26 +582,19 @@ def _error_row(error: Exception, split: int, line: int = 0) -> Row:
 
 
 def border_rows(plan: Plan, rows: Iterable[tuple[str, int, int, bytes]], source: str) -> Iterator[Row]:
-    """Pair the BORDER rows (process, split, line, payload), sorted by process, then position
-    and role, by `history.pair_calls`' rules: an invocation open at a split's end is ended by
-    its process's next FIRST operation, if a completion (an invocation is an error); a FIRST
-    completion with nothing open is an error unless it is an `info` (a nemesis's line); an
-    invocation still open at the end is an `info` call without completion. Its calls leave as
-    stage 1's (CALLS, SUBSCRIPTIONS, FACTS with no operations); bad input is an ERROR row."""
+    """Pair the BORDER rows (process, split, line, payload), sorted (by process, then position
+    and role: the payload starts with it), by `history.pair_calls`' rules: an invocation open
+    at a split's end is ended by its process's next FIRST operation, if a completion (an
+    invocation is an error); a FIRST completion with nothing open is an error unless it is an
+    `info` (a nemesis's line); an invocation still open at the end is an `info` call without
+    completion. Its calls leave as stage 1's (CALLS rows, a FACTS row with no operations);
+    bad input is an ERROR row."""
     sink = _Sink(plan)
     for _process, group in itertools.groupby(rows, key=lambda row: row[0]):
         opened: Op | None = None
         for _, split, line, payload in group:
             role, *fields = loads(payload)
-            operation: Op = (
-                fields[0],
-                fields[1],
-                _TYPES[fields[2]],
-                fields[3],
-                fields[4],
-                fields[5],
-                fields[6],
-            )
+            operation: Op = (*fields[:2], _TYPES[fields[2]], *fields[3:])
             at = Position(source, line=line)
             try:
                 if role == OPEN:
@@ -648,13 +614,7 @@ def border_rows(plan: Plan, rows: Iterable[tuple[str, int, int, bytes]], source:
         if opened is not None:
             sink.add_pair(opened, None)
     yield from sink.take()
-    yield from sink.facts(0)
-
-
-def border_order(row: tuple[str, int, int, bytes]) -> tuple[str, int, int, bytes]:
-    """How `border_rows` wants its rows sorted: process, position, then the payload, whose
-    text starts with the role (`[0,` before `[1,`: FIRST before OPEN of one invocation)."""
-    return row
+    yield FACTS, "", 0, 0, dumps([0, sink.calls])
 
 
 def stage1_rows(
@@ -669,8 +629,7 @@ def stage1_rows(
                 border.append(row[1:])
             else:
                 yield row
-    border.sort(key=border_order)
-    yield from border_rows(plan, border, source)
+    yield from border_rows(plan, sorted(border), source)
 
 
 def _sends_to_several_keys(call: Call) -> bool:
@@ -679,17 +638,8 @@ def _sends_to_several_keys(call: Call) -> bool:
     return len({key for key, _ in sends}) > 1
 
 
-def _part_json(key: Any) -> str:
-    # `checking.partition_key_json` of a Kafka key or a process (a string or an integer),
-    # with its fallback for what orjson cannot write (a lone surrogate, a long integer).
-    try:
-        return orjson.dumps(key).decode("utf-8")
-    except TypeError:
-        return json.dumps(key)
-
-
 def _fast_pieces(invocation: Op, completion: Op, sink: _Sink) -> bool:
-    """Add `split_call`'s pieces (as `kafka_piece` makes them) of the calls that make up most
+    """Add `split_call`'s pieces (as `piece_fields` makes them) of the calls that make up most
     of a history - sends, a poll of string keys - read straight off the operations; False
     (and nothing added) for any other call: `_Sink.add_call` then makes them. Measured on
     400,000 Kafka operations: stage 1 took 3.0 CPU s with it, 5.0 making each call and piece
@@ -761,37 +711,22 @@ def no_cyclic_gc() -> Iterator[None]:
 
 @dataclass
 class Facts:
-    """What stage 1 learns of the whole history, gathered on the driver: its size, its
-    assign/subscribe calls, whether it has transactions, and its errors (position, problem,
-    message)."""
+    """What stage 1 learns of the whole history, gathered on the driver: its size and its
+    errors (split, line, problem, message). Nothing per operation."""
 
     operations: int = 0
     calls: int = 0
-    transactions: bool = False
-    subscriptions: list[Call] = field(default_factory=list)
     errors: list[tuple[int, int, str, str]] = field(default_factory=list)
 
     def add(self, kind: int, split: int, line: int, payload: bytes) -> None:
+        """Take a FACTS or ERROR row."""
         if kind == FACTS:
-            operations, calls, transactions = loads(payload)
+            operations, calls = loads(payload)
             self.operations += operations
             self.calls += calls
-            self.transactions = self.transactions or transactions
-        elif kind == SUBSCRIPTIONS:
-            self.subscriptions.extend(call_from_fields(fields) for fields in loads(payload))
         elif kind == ERROR:
             problem, message = loads(payload)
             self.errors.append((split, line, problem, message))
-
-    def context(self) -> KafkaContext:
-        """The Kafka context every key's check needs (`checking.kafka_context`'s facts)."""
-        subscriptions = sorted(self.subscriptions, key=lambda call: call.invoke_index)
-        return KafkaContext(
-            subscriptions=tuple(subscriptions),
-            sub_via=tuple(sorted({call.f for call in subscriptions if call.outcome is not Outcome.FAIL})),
-            has_transactions=self.transactions,
-            prepared=kafka_checker.Assignments(subscriptions),
-        )
 
     def first_error(self) -> tuple[int, int, str, str] | None:
         """The error of the earliest position (a bad line before a value a model refuses)."""
@@ -802,30 +737,30 @@ class Facts:
 
 
 # ---------------------------------------------------------------------------------------
-# Stage 2: the pieces of some parts -> their results
+# Stage 2: the pieces of some parts -> their answers
 # ---------------------------------------------------------------------------------------
 
 
 def check_rows(
     plan: Plan,
-    context: KafkaContext,
-    parts: Mapping[str, list[bytes]],
+    parts: Mapping[str, Sequence[bytes]],
     committed: frozenset[int] | None,
     on_part: Callable[[int, int], None] | None = None,
     pool: WorkerPool | None = None,
     fail_fast: bool = False,
     on_verdict: Callable[[str, int], None] | None = None,
-) -> list[OutRow]:
-    """Stage 2: check every part of `parts` (part -> its CALLS payloads) under `context` (for
-    Kafka). `committed`: the info calls known to have committed (a second run), or None to
-    decide it inside each part. `on_part` hears (number, count) before each part this process
-    checks, `on_verdict` each part's verdict. The parts are checked smallest first, in `pool`'s
-    worker processes when given (`spark_checks.parallel`), and under `fail_fast` not after the
-    first part that is invalid whatever the other parts find. Bad input: one ERROR row."""
-    if plan.model == "kafka":
-        context = replace(context, committed_info=committed or frozenset())
-    names = sorted(parts)
-    tasks = [Task(sum(map(len, parts[name])), _part_rows, (name, parts[name]), name=name) for name in names]
+) -> list[bytes]:
+    """Stage 2: check every part of `parts` (part -> its CALLS payloads; `SUBSCRIPTIONS_PART`,
+    for Kafka, the assign/subscribe calls every part needs) -> one answer per part
+    (`answer`). `committed`: the info calls known to have committed (a second run), or None
+    to decide it inside each part. `on_part` hears (number, count) before each part this
+    process checks, `on_verdict` each part's verdict. The parts are checked smallest first, in
+    `pool`'s worker processes when given (`spark_checks.parallel`), and under `fail_fast` not
+    after the first part that is invalid whatever the other parts find. Bad input: one
+    answer with its error."""
+    context = subscriptions_context(parts.get(SUBSCRIPTIONS_PART, ()), committed)
+    names = sorted(name for name in parts if name != SUBSCRIPTIONS_PART)
+    tasks = [Task(sum(map(len, parts[name])), _check_part, (name, parts[name]), name=name) for name in names]
     pool = worth_workers(pool, sum(task.size for task in tasks), PARALLEL_MIN_BYTES)
     if pool is not None:
         plan = replace(plan, budget=searches_budget(plan.budget, pool, len(names)))
@@ -837,15 +772,15 @@ def check_rows(
         if on_part is not None:
             on_part(started, len(names))
 
-    def stopped(index: int, stop: Stop) -> PartRows:
+    def stopped(index: int, stop: Stop) -> PartAnswer:
         name = names[index]
         count = len(decode_part(parts[name])[0])
         result = unchecked_result(plan.with_kafka_context(context), name, count, stop_reason(stop))
-        return result.verdict.value, False, [(RESULT, dumps(result_to_row(result)))]
+        return result.verdict.value, False, answer(name, result)
 
-    def done(_index: int, rows: PartRows) -> None:
+    def done(_index: int, checked: PartAnswer) -> None:
         if on_verdict is not None:
-            on_verdict(rows[0], len(names))
+            on_verdict(checked[0], len(names))
 
     try:
         answers = (pool or WorkerPool()).run(
@@ -858,110 +793,85 @@ def check_rows(
             on_done=done,
             on_start=on_start,
         )
-        return [row for _, _, rows in answers for row in rows]
+        return [payload for _, _, payload in answers]
     except (HistoryError, ValueError) as error:
         _, _, _, index, payload = _error_row(error, 0)
-        return [(ERROR, dumps([*loads(payload), index]))]
+        return [dumps({"error": [*loads(payload), index]})]
+
+
+def subscriptions_context(payloads: Iterable[bytes], committed: frozenset[int] | None) -> KafkaContext:
+    """The Kafka context every key's check needs, from the assign/subscribe calls' CALLS
+    payloads (in any order), with the info calls known to have committed."""
+    calls = sorted(decode_part(payloads)[0], key=lambda call: call.invoke_index)
+    return replace(kafka_context(calls), committed_info=committed or frozenset())
 
 
 def decode_part(payloads: Iterable[bytes]) -> tuple[list[Call], set[int]]:
     """A part's calls, and the invocation indices of its multi-key info calls (`SEVERAL`)."""
     calls: list[Call] = []
     several: set[int] = set()
-    make = new_call
-    outcomes = _OUTCOME_BY_CODE
     for payload in payloads:
-        entries = loads(payload)
-        # `call_from_fields` of each, inline (once per piece of the history).
-        calls.extend(
-            [
-                make(
-                    e[0],
-                    e[1],
-                    e[2],
-                    e[3] if e[4] else e[5],
-                    outcomes[e[6]],
-                    e[7],
-                    e[8],
-                    e[9],
-                    e[10],
-                    e[11],
-                    e[3],
-                )
-                for e in entries
-            ]
-        )
-        several.update(e[7] for e in entries if len(e) > 12)
+        for fields in loads(payload):
+            calls.append(call_from_fields(fields))
+            if len(fields) > 12:
+                several.add(fields[7])
     return calls, several
 
 
-PartRows = tuple[str, bool, list[OutRow]]
+PartAnswer = tuple[str, bool, bytes]
 """A part's verdict, whether it is invalid whatever other parts find (no info call it
-assumed uncommitted is left undecided), and its stage-2 rows."""
+assumed uncommitted is left undecided), and its answer."""
 
 
-def _finally_invalid(rows: PartRows) -> bool:
-    return rows[1]
+def _finally_invalid(checked: PartAnswer) -> bool:
+    return checked[1]
 
 
-def _part_rows(
+def _check_part(
     shared: tuple[Plan, KafkaContext, frozenset[int] | None],
     part: str,
     payloads: list[bytes],
     task: TaskContext,
-) -> PartRows:
-    """Check one part from its encoded pieces (here or in a worker process)."""
+) -> PartAnswer:
+    """Check one part from its CALLS payloads (here or in a worker process)."""
     plan, context, committed = shared
     calls, several = decode_part(payloads)
+    if plan.model == "kafka" and committed is None and part != CYCLES_PART:
+        result, own = check_key_deciding_commits(plan, context, part, calls)
+        undecided = several - own
+        invalid = result.verdict is Verdict.INVALID and not undecided
+        return result.verdict.value, invalid, answer(part, result, own, undecided)
     if plan.model == "kafka":
-        if committed is None and part != CYCLES_PART:
-            result, own = check_key_deciding_commits(plan, context, part, calls)
-            rows: list[OutRow] = []
-            if own:
-                rows.append((COMMITTED, orjson.dumps(sorted(own))))
-            undecided = several - own
-            if undecided:
-                rows.append((UNDECIDED, dumps([part, sorted(undecided)])))
-            rows.append((RESULT, dumps(result_to_row(result))))
-            invalid = result.verdict is Verdict.INVALID
-            return result.verdict.value, invalid and not undecided, rows
         plan = plan.with_kafka_context(context)
     checked = check_part(plan, part, calls, parts_left=task.share)
-    invalid = checked.verdict is Verdict.INVALID
-    return checked.verdict.value, invalid, [(RESULT, dumps(result_to_row(checked)))]
+    return checked.verdict.value, checked.verdict is Verdict.INVALID, answer(part, checked)
 
 
-def result_to_row(result: CheckResult) -> dict[str, Any]:
-    """A part's result as JSON-ready fields."""
-    return {
-        "part": result.partition,
-        "checker": result.checker,
-        "model": result.model,
-        "verdict": result.verdict.value,
-        "operations": result.operations,
-        "evidence": result.evidence,
-        "conventions": result.conventions,
-        "seconds": result.seconds,
-    }
-
-
-def row_to_result(row: dict[str, Any]) -> CheckResult:
-    """The inverse of `result_to_row`."""
-    return CheckResult(
-        checker=row["checker"],
-        model=row["model"],
-        partition=row["part"],
-        verdict=Verdict(row["verdict"]),
-        operations=int(row["operations"]),
-        evidence=row["evidence"],
-        conventions=row["conventions"],
-        seconds=float(row["seconds"]),
+def answer(
+    name: str, result: CheckResult, committed: Iterable[int] = (), undecided: Iterable[int] = ()
+) -> bytes:
+    """A part's answer as JSON: its name (the key's JSON), its result, the info calls it saw
+    commit, and the multi-key info calls it assumed had not committed (`Gathered.recheck`)."""
+    return dumps(
+        {
+            "name": name,
+            "part": result.partition,
+            "checker": result.checker,
+            "model": result.model,
+            "verdict": result.verdict.value,
+            "operations": result.operations,
+            "evidence": result.evidence,
+            "conventions": result.conventions,
+            "seconds": result.seconds,
+            "committed": sorted(committed),
+            "undecided": sorted(undecided),
+        }
     )
 
 
 @dataclass
 class Gathered:
-    """Stage 2's rows, sorted out on the driver."""
+    """Stage 2's answers, sorted out on the driver."""
 
     results: list[CheckResult] = field(default_factory=list)
     errors: list[tuple[str, str, int]] = field(default_factory=list)  # problem, message, index
@@ -980,17 +890,27 @@ class Gathered:
         self.errors.extend(again.errors)
 
 
-def gather(rows: Iterable[OutRow]) -> Gathered:
-    """Sort stage 2's rows into results, errors and committed info calls."""
+def gather(answers: Iterable[bytes]) -> Gathered:
+    """Sort stage 2's answers into results, errors and committed info calls."""
     gathered = Gathered()
-    for kind, payload in rows:
-        value: Any = loads(payload)
-        if kind == RESULT:
-            gathered.results.append(row_to_result(value))
-        elif kind == ERROR:
-            gathered.errors.append((value[0], value[1], value[2] if len(value) > 2 else 0))
-        elif kind == COMMITTED:
-            gathered.committed.update(value)
-        elif kind == UNDECIDED:
-            gathered.undecided[value[0]] = set(value[1])
+    for payload in answers:
+        fields = loads(payload)
+        if "error" in fields:
+            problem, message, *index = fields["error"]
+            gathered.errors.append((problem, message, index[0] if index else 0))
+            continue
+        result = CheckResult(
+            checker=fields["checker"],
+            model=fields["model"],
+            partition=fields["part"],
+            verdict=Verdict(fields["verdict"]),
+            operations=int(fields["operations"]),
+            evidence=fields["evidence"],
+            conventions=fields["conventions"],
+            seconds=float(fields["seconds"]),
+        )
+        gathered.results.append(result)
+        gathered.committed.update(fields["committed"])
+        if fields["undecided"]:
+            gathered.undecided[fields["name"]] = set(fields["undecided"])
     return gathered

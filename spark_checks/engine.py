@@ -313,11 +313,10 @@ def verify_here(
             if progress is not None:
                 progress(f"part {number}/{count}")
 
-        chosen = pieces if parts is None else {part: pieces[part] for part in parts}
+        wanted = pieces.keys() if parts is None else parts | {distributed.SUBSCRIPTIONS_PART}
+        chosen = {part: pieces[part] for part in wanted}
         tally = Tally(0, progress)
-        rows = distributed.check_rows(
-            plan, facts.context(), chosen, committed, on_part, pool, fail_fast, tally.verdict
-        )
+        rows = distributed.check_rows(plan, chosen, committed, on_part, pool, fail_fast, tally.verdict)
         return distributed.gather(rows)
 
     pieces: dict[str, list[bytes]] = defaultdict(list)
@@ -559,10 +558,9 @@ def verify_spark(
             calls_frame.append(_read_on_spark(facts))
         calls = calls_frame[0]
         if parts is not None:
-            calls = calls.where(sql.col("part").isin(sorted(parts)))
-        shared = session.sparkContext.broadcast(replace(facts, errors=[]))
-        rows = spark_read.check_frame(calls, plan, shared, committed, targets[0]).collect()
-        return distributed.gather((row["kind"], bytes(row["payload"])) for row in rows)
+            calls = calls.where(sql.col("part").isin(sorted(parts | {distributed.SUBSCRIPTIONS_PART})))
+        rows = spark_read.check_frame(calls, plan, committed, targets[0]).collect()
+        return distributed.gather(bytes(row["answer"]) for row in rows)
 
     def _read_on_spark(facts: distributed.Facts) -> Any:
         whole = fmt not in spark_read.READ_FORMATS
@@ -577,12 +575,8 @@ def verify_spark(
             splits = stage1.rdd.getNumPartitions()
             targets[:] = [max(cores, math.ceil(splits * range_bytes / TARGET_BYTES))]
             persisted.extend([stage1, border])
-            small = [distributed.FACTS, distributed.SUBSCRIPTIONS, distributed.ERROR]
-            rows = (
-                stage1.where(sql.col("kind").isin(small))
-                .unionByName(border.where(sql.col("kind") != distributed.CALLS))
-                .collect()
-            )
+            small = sql.col("kind").isin(distributed.FACTS, distributed.ERROR)
+            rows = stage1.unionByName(border).where(small).collect()
             read = distributed.Facts()
             for row in rows:
                 read.add(row["kind"], row["split"], row["line"], bytes(row["payload"]))

@@ -3,7 +3,7 @@
 
     stage1 = stage1_frame(spark, "hdfs://nn/runs/history.edn", "edn", plan, source, None)
     border = border_frame(stage1, plan, source, partitions)
-    results = check_frame(calls, plan, facts, None, partitions)
+    answers = check_frame(calls, plan, None, buckets)
 
 Reading. JSON Lines and Jepsen EDN are read with `spark.read.text`, Parquet with
 `spark.read.parquet`, so any path or URI Spark can read works (`file://`, `hdfs://`, `s3a://`
@@ -26,11 +26,12 @@ name by its line. Parquet needs neither: `_metadata.row_index` is the row.
 
 Shipping (`engine.verify_spark`): stage 1's rows (`STAGE_SCHEMA`) are persisted; its BORDER
 rows are repartitioned by process and sorted by position for border pairing (`border_frame`:
-a small shuffle, a few rows per process and split); the small facts (counts, assign/subscribe
-calls, errors) are collected and broadcast; the CALLS rows are repartitioned by part and each
-task checks its parts (`check_frame`). A task's exception that no input explains (a bug)
-becomes one ERROR row with its traceback (`_guarded`), which the engine raises as
-`SparkTaskError`; bad input is an ERROR row of `distributed`'s, never an exception.
+a small shuffle, a few rows per process and split); the counts and errors (nothing per
+operation) are collected; the CALLS rows are grouped into buckets of parts, each bucket with
+its own copy of the assign/subscribe calls, and checked (`check_frame`), one answer per part.
+A task's exception that no input explains (a bug) becomes one more row with its traceback
+(`_guarded`), which the engine raises as `SparkTaskError`; bad input is an ERROR row of
+`distributed`'s, never an exception.
 
 Limits: EDN is read a line at a time when every op map sits on one line (as Jepsen writes
 `history.edn`, and Knossos its `[{...}\n {...}]` vectors); one whose op maps span lines is
@@ -45,7 +46,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 
 import orjson
 import pyarrow as pa
@@ -120,8 +121,8 @@ class _Columns:
 
 STAGE_SCHEMA: Final = "kind int, part string, split long, line long, payload binary"
 """Rows of stage 1 and of border pairing (`distributed.Row`)."""
-CHECK_SCHEMA: Final = "kind int, payload binary"
-"""Rows of stage 2 (`distributed.OutRow`)."""
+ANSWER_SCHEMA: Final = "answer binary"
+"""Stage 2's rows: one answer per part (`distributed.answer`)."""
 _STAGE_TYPE: Final = pa.schema(
     [  # type: ignore[arg-type]
         ("kind", pa.int32()),
@@ -131,20 +132,26 @@ _STAGE_TYPE: Final = pa.schema(
         ("payload", pa.binary()),
     ]
 )
-_CHECK_TYPE: Final = pa.schema([("kind", pa.int32()), ("payload", pa.binary())])  # type: ignore[arg-type]
 WHOLE_FORMATS: Final = ("porcupine",)
 """Formats one task reads whole (`whole_file_rows`), with the local reader: Porcupine's logs
 (small test logs), and EDN whose op maps span lines (Knossos's examples)."""
 
 
-def _bug_row(error: BaseException, stage: str) -> tuple[Any, ...]:
-    """The ERROR row of an exception no input explains (a bug), raised on the driver as
+def _bug(error: BaseException, stage: str) -> str:
+    """What a task says of an exception no input explains (a bug), raised on the driver as
     `engine.SparkTaskError` with the task's traceback."""
     import traceback
 
     trace = "".join(traceback.format_exception(error))
-    described = json.dumps([type(error).__name__, str(error), stage, trace])
+    return json.dumps([type(error).__name__, str(error), stage, trace])
+
+
+def _bug_row(described: str) -> distributed.Row:
     return distributed.ERROR, "", 0, 0, distributed.dumps([distributed.Problem.BUG, described])
+
+
+def _bug_answer(described: str) -> bytes:
+    return distributed.dumps({"error": [distributed.Problem.BUG, described]})
 
 
 def _batches(rows: Iterable[tuple[Any, ...]], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
@@ -155,14 +162,17 @@ def _batches(rows: Iterable[tuple[Any, ...]], schema: pa.Schema) -> Iterator[pa.
     yield out.take()
 
 
-def _guarded(rows: Callable[[], Iterable[tuple[Any, ...]]], stage: str) -> Iterator[tuple[Any, ...]]:
+T = TypeVar("T")
+
+
+def _guarded(rows: Callable[[], Iterable[T]], stage: str, bug: Callable[[str], T]) -> Iterator[T]:
     """A task's rows, with the cyclic collector off; an exception (a bug: bad input is an ERROR
-    row already) becomes one BUG row, for the driver to raise with its traceback."""
+    row already) becomes one more row (`bug`), for the driver to raise with its traceback."""
     with distributed.no_cyclic_gc():
         try:
             yield from rows()
         except Exception as error:
-            yield _bug_row(error, stage)
+            yield bug(_bug(error, stage))
 
 
 def _by_split(
@@ -262,7 +272,7 @@ def stage1_frame(
                     )
                     yield from distributed.split_rows(plan, ops, source, block)
 
-            return _batches(_guarded(rows, "stage 1 (reading, pairing, splitting)"), _STAGE_TYPE)
+            return _batches(_guarded(rows, "stage 1 (reading, pairing, splitting)", _bug_row), _STAGE_TYPE)
 
         return frame.mapInArrow(parquet_task, STAGE_SCHEMA)
     lines = lines_frame(spark, uri, fmt)
@@ -280,7 +290,7 @@ def stage1_frame(
                     )
                 yield from distributed.split_rows(plan, ops, source, block)
 
-        return _batches(_guarded(rows, "stage 1 (reading, pairing, splitting)"), _STAGE_TYPE)
+        return _batches(_guarded(rows, "stage 1 (reading, pairing, splitting)", _bug_row), _STAGE_TYPE)
 
     return lines.mapInArrow(text_task, STAGE_SCHEMA)
 
@@ -351,7 +361,7 @@ def whole_file_frame(spark: SparkSession, uri: str, fmt: str, plan: Plan, source
                             distributed.dumps([distributed.Problem.LINE, error.message]),
                         )
 
-        return _batches(_guarded(rows, "stage 1 (reading the whole file)"), _STAGE_TYPE)
+        return _batches(_guarded(rows, "stage 1 (reading the whole file)", _bug_row), _STAGE_TYPE)
 
     return _binary_file(spark, uri).mapInArrow(task, STAGE_SCHEMA)
 
@@ -422,41 +432,39 @@ def border_frame(stage1: DataFrame, plan: Plan, source: str, partitions: int) ->
 
             yield from distributed.border_rows(plan, border_rows(), source)
 
-        return _batches(_guarded(rows, "border pairing"), _STAGE_TYPE)
+        return _batches(_guarded(rows, "border pairing", _bug_row), _STAGE_TYPE)
 
     return border.mapInArrow(task, STAGE_SCHEMA)
 
 
-def check_frame(
-    calls: DataFrame,
-    plan: Plan,
-    facts: Any,
-    committed: frozenset[int] | None,
-    partitions: int,
-) -> DataFrame:
-    """Stage 2 (`distributed.check_rows`): the CALLS rows repartitioned by part, each part
-    checked; `facts` is a broadcast of the history's `distributed.Facts` (its assign/subscribe
-    calls, whether it has transactions), read once per task."""
+def check_frame(calls: DataFrame, plan: Plan, committed: frozenset[int] | None, buckets: int) -> DataFrame:
+    """Stage 2 (`distributed.check_rows`): the CALLS rows grouped into `buckets` groups of
+    parts (by the hash of the part), each group checked by one call of the task, which also
+    gets its own copy of the assign/subscribe calls (`SUBSCRIPTIONS_PART`: every Kafka key's
+    check needs them, and they grow with the history, so they never pass through the driver).
+    One answer per part."""
+    from pyspark.sql import functions as sql
 
-    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        def rows() -> Iterator[tuple[Any, ...]]:
+    every = sql.col("part") == distributed.SUBSCRIPTIONS_PART
+    bucket = sql.pmod(sql.hash("part"), sql.lit(buckets)).alias("bucket")
+    copies = calls.sparkSession.range(buckets).select(sql.col("id").cast("int").alias("bucket"))
+    rows = calls.where(~every).select(bucket, "part", "payload")
+    rows = rows.unionByName(calls.where(every).crossJoin(copies).select("bucket", "part", "payload"))
+
+    def task(table: pa.Table) -> pa.Table:
+        def answers() -> Iterator[bytes]:
             parts: dict[str, list[bytes]] = {}
-            for batch in batches:
-                names = cast("list[str]", batch.column("part").to_pylist())
-                payloads = cast("list[bytes]", batch.column("payload").to_pylist())
-                for name, payload in zip(names, payloads, strict=True):
-                    parts.setdefault(name, []).append(payload)
-            if parts:
-                context = facts.value.context()
-                yield from distributed.check_rows(plan, context, parts, committed)
+            names = cast("list[str]", table.column("part").to_pylist())
+            payloads = cast("list[bytes]", table.column("payload").to_pylist())
+            for name, payload in zip(names, payloads, strict=True):
+                parts.setdefault(name, []).append(payload)
+            if len(parts) > (distributed.SUBSCRIPTIONS_PART in parts):
+                yield from distributed.check_rows(plan, parts, committed)
 
-        def guarded() -> Iterator[tuple[Any, ...]]:
-            for row in _guarded(rows, "stage 2 (checking)"):
-                yield (row[0], row[4]) if len(row) == 5 else row
+        checked = list(_guarded(answers, "stage 2 (checking)", _bug_answer))
+        return pa.table({"answer": pa.array(checked, pa.binary())})
 
-        return _batches(guarded(), _CHECK_TYPE)
-
-    return calls.repartition(partitions, "part").mapInArrow(task, CHECK_SCHEMA)
+    return rows.groupBy("bucket").applyInArrow(task, ANSWER_SCHEMA)
 
 
 HEAD_LINES: Final = 2000
