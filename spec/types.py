@@ -18,6 +18,7 @@ from typing import TypeAlias
 
 # The truncation rule belongs to the vocabulary shared with implementations; its members and
 # what each means (KIP-101, KIP-279, KIP-320) are in `spec.replication_rules`.
+from spec._frozen import fast_init
 from spec.replication_rules import TruncationRule as TruncationRule  # noqa: PLC0414 (re-exported)
 
 ReplicaId: TypeAlias = int
@@ -30,6 +31,7 @@ UNDEFINED_EPOCH_OFFSET = -1
 """Kafka's `UNDEFINED_EPOCH_OFFSET`: no end offset is known for the requested epoch."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Record:
     """One record as stored in a replica's log.
@@ -43,6 +45,7 @@ class Record:
     value: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class EpochEntry:
     """One entry of the leader-epoch cache (`leader-epoch-checkpoint`): the first offset

@@ -117,6 +117,7 @@ def check_broker_epoch(registration: BrokerRegistration | None, broker_epoch: in
     return KafkaError.NONE
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Heartbeat:
     """A `BrokerHeartbeatRequest` (the fields the state machine reads)."""

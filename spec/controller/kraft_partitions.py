@@ -172,6 +172,7 @@ def merge(partition: PartitionRegistration, record: PartitionChangeRecord) -> Pa
     )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ElectionResult:
     """`PartitionChangeBuilder.ElectionResult`: the chosen node (or NO_LEADER) and whether the
@@ -226,6 +227,7 @@ def _can_elect_last_known_leader(
     return rule is LastKnownLeaderRule.UNCHECKED or acceptable(partition.last_known_elr[0])
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ChangeOutcome:
     """What `build_partition_change` decided: the record (None when nothing changes) and how

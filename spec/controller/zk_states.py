@@ -60,6 +60,8 @@ import enum
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+from spec._frozen import fast_init
+
 
 class PartitionState(enum.Enum):
     """`kafka.controller.PartitionState`."""
@@ -124,6 +126,7 @@ def replica_move_is_legal(current: ReplicaState, target: ReplicaState) -> bool:
 # ---------------------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Election:
     """An election's result: the new leader, the new ISR, and whether it was unclean."""
