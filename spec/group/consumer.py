@@ -783,20 +783,26 @@ def _with_client(state: GroupState, index: int, client: Client) -> GroupState:
 
 def _record(state: GroupState, *events: Event) -> GroupState:
     """Add facts to the history, and the facts every state change may create."""
-    history = _observe(state.coordinator, state.clients, state.history)
+    history = state.history
     if events and not history.events.issuperset(events):
-        history = replace(history, events=history.events.union(events))
-    if history is state.history:
-        return state
-    return GroupState(state.coordinator, state.clients, history)
+        state = GroupState(
+            state.coordinator, state.clients, replace(history, events=history.events.union(events))
+        )
+    return _observe(state)
 
 
 @memoized
-def _observe(coordinator: Coordinator, clients: tuple[Client, ...], history: History) -> History:
-    """The history after a state change: partitions that moved between consumers, fenced
-    consumers still holding partitions given away, the group stable, and each partition's
-    coordinator-side tenure. `history` itself when nothing is new (memoized: many interleavings
-    reach the same state)."""
+def _observe(state: GroupState) -> GroupState:
+    """The state after a change, with its history brought up to date: partitions that moved
+    between consumers, fenced consumers still holding partitions given away, the group stable,
+    and each partition's coordinator-side tenure. `state` itself when nothing is new.
+
+    Memoized on the whole state, because many interleavings reach the same state: the state
+    handed back is the one computed the first time, so the checker, which met that same object
+    then, finds it known by identity instead of comparing it part by part (callgrind, against
+    memoizing the history on the three parts: 3.8% fewer instructions on
+    consumer-late-heartbeat, 7.6% on kafka-19974-exact-zombie-commit)."""
+    coordinator, clients, history = state.coordinator, state.clients, state.history
     found: set[Event] = set()
     previous_owner = list(history.previous_owner)
     for index, client in enumerate(clients):
@@ -839,8 +845,8 @@ def _observe(coordinator: Coordinator, clients: tuple[Client, ...], history: His
         and holder_now == history.holder
         and holding == history.holding
     ):
-        return history
-    return replace(
+        return state
+    history = replace(
         history,
         events=events_now,
         previous_owner=owners_now,
@@ -849,6 +855,7 @@ def _observe(coordinator: Coordinator, clients: tuple[Client, ...], history: His
         holding=holding,
         releases=releases,
     )
+    return GroupState(coordinator, clients, history)
 
 
 def _response_events(before: Client, after: Client) -> list[Event]:
@@ -871,10 +878,7 @@ def _exchange(
     previous = state.coordinator.members[index]
     coordinator, response = handle_heartbeat(config, state.coordinator, index, request)
     before = state.clients[index]
-    state = GroupState(coordinator, state.clients, state.history)
-    after = replace(before, in_flight=None)
-    if delivered:
-        after = apply_response(after, response)
+    after = _heard(before, response if delivered else None)
     events: list[Event] = []
     member = coordinator.members[index]
     if response.error is Errors.NONE and previous is not None and 0 < request.member_epoch < previous.epoch:
@@ -906,7 +910,18 @@ def _exchange(
     ):
         events.append(Event.STATIC_MEMBER_RETURNED)
     events.extend(_response_events(before, after))
-    return _record(_with_client(state, index, after), *events)
+    clients = (*state.clients[:index], after, *state.clients[index + 1 :])
+    return _record(GroupState(coordinator, clients, state.history), *events)
+
+
+@memoized
+def _heard(client: Client, response: HeartbeatResponse | None) -> Client:
+    """The client once the coordinator has handled its heartbeat: nothing in flight, and the
+    response applied when it arrives (None: lost). Memoized, so that equal clients are the
+    same object and the states holding them compare by identity (callgrind: 8.9% fewer
+    instructions on consumer-late-heartbeat, 16.3% on kafka-19974-exact-zombie-commit)."""
+    after = replace(client, in_flight=None)
+    return after if response is None else apply_response(after, response)
 
 
 # ---------------------------------------------------------------------------------------
