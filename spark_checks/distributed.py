@@ -27,7 +27,7 @@ a multi-key info call had not committed says so in its answer; when another part
 commit, the engine checks that part again knowing it (`Gathered.recheck`).
 
 One encoding of a call (`call_fields`/`call_from_fields`): a JSON list of `history.Call`'s
-fields; a Kafka piece carries only what the Kafka checks read (`piece_fields`). Positions
+fields; a Kafka piece carries only what the Kafka checks read (`kafka_fields`). Positions
 are (split, line): a split is the byte where it starts (a Parquet file: 0, with the row as
 its line), and a line is counted from the split's start unless the engine gave each split's
 first line and operation ordinal (`Starts`), which it does only when it must: an operation
@@ -205,27 +205,15 @@ def call_from_fields(fields: Sequence[Any]) -> Call:
     )
 
 
-def piece_fields(piece: Call) -> list[Any]:
+def kafka_fields(
+    process: Any, f: str, analysed: JsonValue, outcome: str, invoked: int, completed: int | None, key: Any
+) -> list[Any]:
     """A Kafka piece's `call_fields` with only what the Kafka checks read: process, function,
     outcome, indices, key and the analysed value (`kafka_checker.analysed_value`) as its
     completion's (and its output, if ok); not the other value nor the times (a quarter of the
     bytes shipped). Checked alike."""
-    analysed = kafka_checker.analysed_value(piece)
-    ok = 1 if piece.outcome is Outcome.OK else 0
-    indices = piece.invoke_index, piece.complete_index
-    return [
-        piece.process,
-        piece.f,
-        None,
-        analysed,
-        ok,
-        None,
-        piece.outcome.value,
-        *indices,
-        piece.key,
-        None,
-        None,
-    ]
+    ok = 1 if outcome == "ok" else 0
+    return [process, f, None, analysed, ok, None, outcome, invoked, completed, key, None, None]
 
 
 SEVERAL: Final = 1
@@ -484,9 +472,11 @@ class _Sink:
             self._add(SUBSCRIPTIONS_PART, call_fields(call))
             return
         split = kafka_checker.split_call(call)
+        f, indices = call.f, (call.invoke_index, call.complete_index)
         several = len(split) > 1 and call.outcome is Outcome.INFO and _sends_to_several_keys(call)
         for key, piece in split:
-            fields = piece_fields(piece)
+            analysed = kafka_checker.analysed_value(piece)
+            fields = kafka_fields(call.process, f, analysed, call.outcome.value, *indices, key)
             if several:
                 fields.append(SEVERAL)
             self.add_piece(key, fields)
@@ -500,11 +490,7 @@ class _Sink:
         self._add(part, fields)
 
     def _add(self, part: str, fields: list[Any]) -> None:
-        entries = self.pieces.get(part)
-        if entries is None:
-            self.pieces[part] = [fields]
-        else:
-            entries.append(fields)
+        self.pieces.setdefault(part, []).append(fields)
 
     def take(self) -> Iterator[Row]:
         """The pieces gathered so far, one CALLS row per part."""
@@ -639,7 +625,7 @@ def _sends_to_several_keys(call: Call) -> bool:
 
 
 def _fast_pieces(invocation: Op, completion: Op, sink: _Sink) -> bool:
-    """Add `split_call`'s pieces (as `piece_fields` makes them) of the calls that make up most
+    """Add `split_call`'s pieces (as `kafka_fields` makes them) of the calls that make up most
     of a history - sends, a poll of string keys - read straight off the operations; False
     (and nothing added) for any other call: `_Sink.add_call` then makes them. Measured on
     400,000 Kafka operations: stage 1 took 3.0 CPU s with it, 5.0 making each call and piece
@@ -671,10 +657,9 @@ def _fast_pieces(invocation: Op, completion: Op, sink: _Sink) -> bool:
     if key is None and keys is not None and len(keys) == 1:
         key = keys[0]
     kind = completion[2]
-    ok = 1 if kind is _OK_TYPE else 0
     process, invoked, completed = invocation[1], invocation[0], completion[0]
     if key is not None:
-        sink.add_piece(key, [process, f, None, value, ok, None, kind, invoked, completed, key, None, None])
+        sink.add_piece(key, kafka_fields(process, f, value, kind, invoked, completed, key))
         return True
     assert keys is not None
     # The analysed value of each key's piece: the completion's restricted to the key (never
@@ -682,7 +667,7 @@ def _fast_pieces(invocation: Op, completion: Op, sink: _Sink) -> bool:
     analysed = kafka_checker.restrict_each(value, keys)
     several = f == "send" and kind is _INFO_TYPE  # an info call that sent to several keys
     for key in keys:
-        fields = [process, f, None, analysed[key], ok, None, kind, invoked, completed, key, None, None]
+        fields = kafka_fields(process, f, analysed[key], kind, invoked, completed, key)
         if several:
             fields.append(SEVERAL)
         sink.add_piece(key, fields)
@@ -749,15 +734,14 @@ def check_rows(
     pool: WorkerPool | None = None,
     fail_fast: bool = False,
     on_verdict: Callable[[str, int], None] | None = None,
-) -> list[bytes]:
-    """Stage 2: check every part of `parts` (part -> its CALLS payloads; `SUBSCRIPTIONS_PART`,
-    for Kafka, the assign/subscribe calls every part needs) -> one answer per part
-    (`answer`). `committed`: the info calls known to have committed (a second run), or None
-    to decide it inside each part. `on_part` hears (number, count) before each part this
-    process checks, `on_verdict` each part's verdict. The parts are checked smallest first, in
-    `pool`'s worker processes when given (`spark_checks.parallel`), and under `fail_fast` not
-    after the first part that is invalid whatever the other parts find. Bad input: one
-    answer with its error."""
+) -> list[Answer]:
+    """Stage 2: check every part of `parts` (part -> its CALLS payloads; `SUBSCRIPTIONS_PART`:
+    the assign/subscribe calls every Kafka part needs) -> an `Answer` per part. `committed`:
+    the info calls known to have committed (a second run), or None to decide it inside each
+    part. `on_part` hears (number, count) before each part this process checks, `on_verdict`
+    each part's verdict. The parts are checked smallest first, in `pool`'s worker processes
+    when given (`spark_checks.parallel`), and under `fail_fast` not after the first part that
+    is invalid whatever the other parts find. Bad input: one answer with its error."""
     context = subscriptions_context(parts.get(SUBSCRIPTIONS_PART, ()), committed)
     names = sorted(name for name in parts if name != SUBSCRIPTIONS_PART)
     tasks = [Task(sum(map(len, parts[name])), _check_part, (name, parts[name]), name=name) for name in names]
@@ -772,31 +756,32 @@ def check_rows(
         if on_part is not None:
             on_part(started, len(names))
 
-    def stopped(index: int, stop: Stop) -> PartAnswer:
+    def stopped(index: int, stop: Stop) -> Answer:
         name = names[index]
         count = len(decode_part(parts[name])[0])
-        result = unchecked_result(plan.with_kafka_context(context), name, count, stop_reason(stop))
-        return result.verdict.value, False, answer(name, result)
+        return Answer(
+            name, unchecked_result(plan.with_kafka_context(context), name, count, stop_reason(stop))
+        )
 
-    def done(_index: int, checked: PartAnswer) -> None:
-        if on_verdict is not None:
-            on_verdict(checked[0], len(names))
+    def done(_index: int, answer: Answer) -> None:
+        if on_verdict is not None and answer.result is not None:
+            on_verdict(answer.result.verdict.value, len(names))
 
     try:
-        answers = (pool or WorkerPool()).run(
+        return (pool or WorkerPool()).run(
             tasks,
             shared=(plan, context, committed),
-            is_invalid=_finally_invalid,
+            is_invalid=Answer.finally_invalid,
             stopped=stopped,
             fail_fast=fail_fast,
             deadline=plan.budget.deadline,
             on_done=done,
             on_start=on_start,
         )
-        return [payload for _, _, payload in answers]
     except (HistoryError, ValueError) as error:
         _, _, _, index, payload = _error_row(error, 0)
-        return [dumps({"error": [*loads(payload), index]})]
+        problem, message = loads(payload)
+        return [Answer(error=(problem, message, index))]
 
 
 def subscriptions_context(payloads: Iterable[bytes], committed: frozenset[int] | None) -> KafkaContext:
@@ -818,13 +803,21 @@ def decode_part(payloads: Iterable[bytes]) -> tuple[list[Call], set[int]]:
     return calls, several
 
 
-PartAnswer = tuple[str, bool, bytes]
-"""A part's verdict, whether it is invalid whatever other parts find (no info call it
-assumed uncommitted is left undecided), and its answer."""
+@dataclass(frozen=True)
+class Answer:
+    """Stage 2's answer on a part (pickled between processes): its name (the key's JSON) and
+    result, the info calls it saw commit, and the multi-key info calls it assumed had not
+    committed (`Gathered.recheck`); or bad input, or a bug (`error`: problem, message, index)."""
 
+    name: str = ""
+    result: CheckResult | None = None
+    committed: frozenset[int] = frozenset()
+    undecided: frozenset[int] = frozenset()
+    error: tuple[str, str, int] | None = None
 
-def _finally_invalid(checked: PartAnswer) -> bool:
-    return checked[1]
+    def finally_invalid(self) -> bool:
+        """Invalid whatever other parts find: no info call it assumed uncommitted is undecided."""
+        return self.result is not None and self.result.verdict is Verdict.INVALID and not self.undecided
 
 
 def _check_part(
@@ -832,41 +825,16 @@ def _check_part(
     part: str,
     payloads: list[bytes],
     task: TaskContext,
-) -> PartAnswer:
+) -> Answer:
     """Check one part from its CALLS payloads (here or in a worker process)."""
     plan, context, committed = shared
     calls, several = decode_part(payloads)
     if plan.model == "kafka" and committed is None and part != CYCLES_PART:
         result, own = check_key_deciding_commits(plan, context, part, calls)
-        undecided = several - own
-        invalid = result.verdict is Verdict.INVALID and not undecided
-        return result.verdict.value, invalid, answer(part, result, own, undecided)
+        return Answer(part, result, own, frozenset(several - own))
     if plan.model == "kafka":
         plan = plan.with_kafka_context(context)
-    checked = check_part(plan, part, calls, parts_left=task.share)
-    return checked.verdict.value, checked.verdict is Verdict.INVALID, answer(part, checked)
-
-
-def answer(
-    name: str, result: CheckResult, committed: Iterable[int] = (), undecided: Iterable[int] = ()
-) -> bytes:
-    """A part's answer as JSON: its name (the key's JSON), its result, the info calls it saw
-    commit, and the multi-key info calls it assumed had not committed (`Gathered.recheck`)."""
-    return dumps(
-        {
-            "name": name,
-            "part": result.partition,
-            "checker": result.checker,
-            "model": result.model,
-            "verdict": result.verdict.value,
-            "operations": result.operations,
-            "evidence": result.evidence,
-            "conventions": result.conventions,
-            "seconds": result.seconds,
-            "committed": sorted(committed),
-            "undecided": sorted(undecided),
-        }
-    )
+    return Answer(part, check_part(plan, part, calls, parts_left=task.share))
 
 
 @dataclass
@@ -876,7 +844,7 @@ class Gathered:
     results: list[CheckResult] = field(default_factory=list)
     errors: list[tuple[str, str, int]] = field(default_factory=list)  # problem, message, index
     committed: set[int] = field(default_factory=set)
-    undecided: dict[str, set[int]] = field(default_factory=dict)
+    undecided: dict[str, frozenset[int]] = field(default_factory=dict)
 
     def recheck(self) -> frozenset[str]:
         """Parts whose verdict assumed an info call had not committed that another part saw
@@ -890,27 +858,15 @@ class Gathered:
         self.errors.extend(again.errors)
 
 
-def gather(answers: Iterable[bytes]) -> Gathered:
-    """Sort stage 2's answers into results, errors and committed info calls."""
+def gather(answers: Iterable[Answer]) -> Gathered:
+    """Sort stage 2's answers into results, errors, committed and undecided info calls."""
     gathered = Gathered()
-    for payload in answers:
-        fields = loads(payload)
-        if "error" in fields:
-            problem, message, *index = fields["error"]
-            gathered.errors.append((problem, message, index[0] if index else 0))
-            continue
-        result = CheckResult(
-            checker=fields["checker"],
-            model=fields["model"],
-            partition=fields["part"],
-            verdict=Verdict(fields["verdict"]),
-            operations=int(fields["operations"]),
-            evidence=fields["evidence"],
-            conventions=fields["conventions"],
-            seconds=float(fields["seconds"]),
-        )
-        gathered.results.append(result)
-        gathered.committed.update(fields["committed"])
-        if fields["undecided"]:
-            gathered.undecided[fields["name"]] = set(fields["undecided"])
+    for answer in answers:
+        if answer.error is not None:
+            gathered.errors.append(answer.error)
+        elif answer.result is not None:
+            gathered.results.append(answer.result)
+            gathered.committed |= answer.committed
+            if answer.undecided:
+                gathered.undecided[answer.name] = answer.undecided
     return gathered

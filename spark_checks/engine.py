@@ -26,10 +26,12 @@ Spark runs `local[2]` unless `master` names a cluster; see `spark_session`.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
 import os
+import pickle
 import threading
 import time
 import uuid
@@ -526,8 +528,11 @@ def verify_spark(
     needs_ordinals: bool = False,
 ) -> Checked:
     """Read, pair, split and check on Spark (`spark_read`'s frames over `distributed`'s
-    stages): stage 1 per split of the file (persisted), the border pairing by process, the
-    small facts gathered and broadcast, stage 2 by part; only results reach the driver."""
+    stages): stage 1 per split of the file and border pairing, persisted, their counts and
+    errors collected; then stage 2 by buckets of parts (a task per `TARGET_BYTES` of history,
+    at least one per core). Only counts, errors and answers reach the driver. The file is read
+    again with each split's first line and ordinal when an operation has no index, or whole
+    by one task when EDN op maps span lines."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as sql
 
@@ -539,32 +544,15 @@ def verify_spark(
     before = session.conf.get(key, None)
     session.conf.set(key, str(range_bytes))
     cores = session.sparkContext.defaultParallelism
-    persisted: list[Any] = []
-    counted: dict[str, distributed.Starts] = {}
-
-    def starts() -> distributed.Starts:
-        if "starts" not in counted:
-            counted["starts"] = spark_read.count_starts(session, uri, fmt)
-        return counted["starts"]
-
+    starts = functools.cache(lambda: spark_read.count_starts(session, uri, fmt))
     history = _SparkFile(session, uri, source)
-    calls_frame: list[Any] = []
-    targets = [cores]  # stage 2's tasks, once the splits are known
+    persisted: list[Any] = []
+    read: list[Any] = []  # the CALLS rows and stage 2's buckets, once read
 
-    def job(
-        committed: frozenset[int] | None, parts: frozenset[str] | None, facts: distributed.Facts
-    ) -> distributed.Gathered:
-        if parts is None:
-            calls_frame.append(_read_on_spark(facts))
-        calls = calls_frame[0]
-        if parts is not None:
-            calls = calls.where(sql.col("part").isin(sorted(parts | {distributed.SUBSCRIPTIONS_PART})))
-        rows = spark_read.check_frame(calls, plan, committed, targets[0]).collect()
-        return distributed.gather(bytes(row["answer"]) for row in rows)
-
-    def _read_on_spark(facts: distributed.Facts) -> Any:
+    def read_on_spark(facts: distributed.Facts) -> tuple[Any, int]:
         whole = fmt not in spark_read.READ_FORMATS
         ordinals = needs_ordinals and fmt in spark_read.TEXT_FORMATS
+        spans = distributed.SPANS_LINES.split("{", 1)[0]
         while True:
             given = starts() if ordinals else None
             stage1 = spark_read.stage1_frame(session, uri, fmt, plan, source, given, whole)
@@ -572,28 +560,33 @@ def verify_spark(
             border = spark_read.border_frame(stage1, plan, source, cores).persist(
                 StorageLevel.MEMORY_AND_DISK
             )
-            splits = stage1.rdd.getNumPartitions()
-            targets[:] = [max(cores, math.ceil(splits * range_bytes / TARGET_BYTES))]
             persisted.extend([stage1, border])
-            small = sql.col("kind").isin(distributed.FACTS, distributed.ERROR)
-            rows = stage1.unionByName(border).where(small).collect()
-            read = distributed.Facts()
-            for row in rows:
-                read.add(row["kind"], row["split"], row["line"], bytes(row["payload"]))
-            first = read.first_error()
+            rows, found = stage1.unionByName(border), distributed.Facts()
+            for row in rows.where(sql.col("kind").isin(distributed.FACTS, distributed.ERROR)).collect():
+                found.add(row["kind"], row["split"], row["line"], bytes(row["payload"]))
+            first = found.first_error()
             if first is not None and first[2] == distributed.Problem.ORDINALS and not ordinals:
                 ordinals = True
-                continue
-            spans = distributed.SPANS_LINES.split("{", 1)[0]
-            if first is not None and fmt == "edn" and not whole and first[3].startswith(spans):
+            elif first is not None and fmt == "edn" and not whole and first[3].startswith(spans):
                 whole = True  # op maps over several lines: one task reads the file as the local reader
-                continue
-            facts.__dict__.update(read.__dict__)
-            exact = whole or ordinals or fmt == "parquet"  # lines (rows) are the file's already
-            _raise_input_error(facts, source, fmt, plan, history, None if exact else starts)
-            return stage1.where(sql.col("kind") == distributed.CALLS).unionByName(
-                border.where(sql.col("kind") == distributed.CALLS)
-            )
+            else:
+                exact = whole or ordinals or fmt == "parquet"  # lines (rows) are the file's already
+                _raise_input_error(found, source, fmt, plan, history, None if exact else starts)
+                facts.operations, facts.calls = found.operations, found.calls
+                splits = stage1.rdd.getNumPartitions()
+                buckets = max(cores, math.ceil(splits * range_bytes / TARGET_BYTES))
+                return rows.where(sql.col("kind") == distributed.CALLS), buckets
+
+    def job(
+        committed: frozenset[int] | None, parts: frozenset[str] | None, facts: distributed.Facts
+    ) -> distributed.Gathered:
+        if not read:
+            read.extend(read_on_spark(facts))
+        calls, buckets = read
+        if parts is not None:
+            calls = calls.where(sql.col("part").isin(sorted(parts | {distributed.SUBSCRIPTIONS_PART})))
+        answers = spark_read.check_frame(calls, plan, committed, buckets).collect()
+        return distributed.gather(pickle.loads(row["answer"]) for row in answers)  # this job's own tasks
 
     try:
         with _task_progress(session, progress, "pairing, splitting and checking"):

@@ -43,7 +43,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import pickle
 import re
+import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
@@ -54,7 +56,7 @@ import pyarrow as pa
 from spark_checks import distributed
 from spark_checks.checking import Plan
 from spark_checks.history import HistoryError, JsonValue, Operation, Position
-from spark_checks.readers import operation_positions
+from spark_checks.readers import open_located
 from spark_checks.readers._common import (
     MAX_NESTING,
     NESTING_MESSAGE,
@@ -94,35 +96,12 @@ def json_text(value: JsonValue) -> str:
         return json.dumps(value, separators=(",", ":"), allow_nan=False)
 
 
-class _Columns:
-    """Rows (tuples in the schema's order) gathered into an Arrow record batch: kept as
-    tuples and turned into columns at once (`zip`), which costs a third of appending each
-    value to its column's list."""
-
-    def __init__(self, schema: pa.Schema) -> None:
-        self.schema = schema
-        self.rows: list[tuple[Any, ...]] = []
-
-    def add(self, row: tuple[Any, ...]) -> bool:
-        """Add a row; whether the batch is full (`BATCH_ROWS`) and should be taken."""
-        self.rows.append(row)
-        return len(self.rows) >= BATCH_ROWS
-
-    def take(self) -> pa.RecordBatch:
-        columns = list(zip(*self.rows, strict=True)) if self.rows else [()] * len(self.schema)
-        self.rows = []
-        return pa.RecordBatch.from_arrays(
-            [pa.array(column, type=field.type) for column, field in zip(columns, self.schema, strict=True)],
-            schema=self.schema,
-        )
-
-
 # --- the Spark engine's jobs -----------------------------------------------------------------------
 
 STAGE_SCHEMA: Final = "kind int, part string, split long, line long, payload binary"
 """Rows of stage 1 and of border pairing (`distributed.Row`)."""
 ANSWER_SCHEMA: Final = "answer binary"
-"""Stage 2's rows: one answer per part (`distributed.answer`)."""
+"""Stage 2's rows: one `distributed.Answer` per part, pickled (Python to Python)."""
 _STAGE_TYPE: Final = pa.schema(
     [  # type: ignore[arg-type]
         ("kind", pa.int32()),
@@ -137,29 +116,28 @@ WHOLE_FORMATS: Final = ("porcupine",)
 (small test logs), and EDN whose op maps span lines (Knossos's examples)."""
 
 
-def _bug(error: BaseException, stage: str) -> str:
-    """What a task says of an exception no input explains (a bug), raised on the driver as
-    `engine.SparkTaskError` with the task's traceback."""
-    import traceback
-
-    trace = "".join(traceback.format_exception(error))
-    return json.dumps([type(error).__name__, str(error), stage, trace])
-
-
 def _bug_row(described: str) -> distributed.Row:
     return distributed.ERROR, "", 0, 0, distributed.dumps([distributed.Problem.BUG, described])
 
 
-def _bug_answer(described: str) -> bytes:
-    return distributed.dumps({"error": [distributed.Problem.BUG, described]})
+def _bug_answer(described: str) -> distributed.Answer:
+    return distributed.Answer(error=(distributed.Problem.BUG, described, 0))
 
 
 def _batches(rows: Iterable[tuple[Any, ...]], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-    out = _Columns(schema)
-    for row in rows:
-        if out.add(row):
-            yield out.take()
-    yield out.take()
+    """Rows (tuples in the schema's order) as Arrow record batches of `BATCH_ROWS` rows."""
+    rows = iter(rows)
+    while chunk := list(itertools.islice(rows, BATCH_ROWS)):
+        columns = zip(*chunk, strict=True)
+        arrays = [pa.array(column, type=field.type) for column, field in zip(columns, schema, strict=True)]
+        yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _task(
+    rows: Callable[[Iterator[pa.RecordBatch]], Iterable[distributed.Row]], stage: str
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """A `mapInArrow` task: Arrow batches in, `rows(batches)` out as `STAGE_SCHEMA` batches."""
+    return lambda batches: _batches(_guarded(lambda: rows(batches), stage, _bug_row), _STAGE_TYPE)
 
 
 T = TypeVar("T")
@@ -167,12 +145,14 @@ T = TypeVar("T")
 
 def _guarded(rows: Callable[[], Iterable[T]], stage: str, bug: Callable[[str], T]) -> Iterator[T]:
     """A task's rows, with the cyclic collector off; an exception (a bug: bad input is an ERROR
-    row already) becomes one more row (`bug`), for the driver to raise with its traceback."""
+    row already) becomes one more row (`bug`), which the driver raises as
+    `engine.SparkTaskError` with the task's traceback."""
     with distributed.no_cyclic_gc():
         try:
             yield from rows()
         except Exception as error:
-            yield bug(_bug(error, stage))
+            trace = "".join(traceback.format_exception(error))
+            yield bug(json.dumps([type(error).__name__, str(error), stage, trace]))
 
 
 def _by_split(
@@ -256,43 +236,29 @@ def stage1_frame(
         return whole_file_frame(spark, uri, fmt, plan, source)
     if fmt == "parquet":
         frame, present = _parquet_frame(spark, uri, source)
+        columns = [*present, "row"]
+    else:
+        frame, columns = lines_frame(spark, uri, fmt), ["raw"] if fmt == "jsonl" else ["raw", "holds"]
 
-        def parquet_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            def rows() -> Iterator[tuple[Any, ...]]:
-                for block, chunks in _by_split(batches, [*present, "row"]):
-                    ops = (
-                        (
-                            values[-1],
-                            distributed.operation_op(
-                                _row_operation(dict(zip(present, values, strict=False)), values[-1], source)
-                            ),
-                        )
-                        for chunk in chunks
-                        for values in chunk
-                    )
-                    yield from distributed.split_rows(plan, ops, source, block)
+    def ops(block: int, chunks: Iterator[list[Any]]) -> Iterator[tuple[int, distributed.Op]]:
+        if fmt == "parquet":
+            for row in itertools.chain.from_iterable(chunks):
+                operation = _row_operation(dict(zip(present, row, strict=False)), row[-1], source)
+                yield row[-1], distributed.operation_op(operation)
+            return
+        first_line, first_ordinal = (1, None) if starts is None else starts[block]
+        if fmt == "jsonl":
+            yield from distributed.jsonl_ops(chunks, source, first_line, first_ordinal)
+        else:
+            yield from distributed.edn_ops(
+                itertools.chain.from_iterable(chunks), source, first_line, first_ordinal
+            )
 
-            return _batches(_guarded(rows, "stage 1 (reading, pairing, splitting)", _bug_row), _STAGE_TYPE)
+    def rows(batches: Iterator[pa.RecordBatch]) -> Iterator[distributed.Row]:
+        for block, chunks in _by_split(batches, columns):
+            yield from distributed.split_rows(plan, ops(block, chunks), source, block)
 
-        return frame.mapInArrow(parquet_task, STAGE_SCHEMA)
-    lines = lines_frame(spark, uri, fmt)
-
-    def text_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        def rows() -> Iterator[tuple[Any, ...]]:
-            columns = ["raw"] if fmt == "jsonl" else ["raw", "holds"]
-            for block, chunks in _by_split(batches, columns):
-                first_line, first_ordinal = (1, None) if starts is None else starts[block]
-                if fmt == "jsonl":
-                    ops = distributed.jsonl_ops(chunks, source, first_line, first_ordinal)
-                else:
-                    ops = distributed.edn_ops(
-                        itertools.chain.from_iterable(chunks), source, first_line, first_ordinal
-                    )
-                yield from distributed.split_rows(plan, ops, source, block)
-
-        return _batches(_guarded(rows, "stage 1 (reading, pairing, splitting)", _bug_row), _STAGE_TYPE)
-
-    return lines.mapInArrow(text_task, STAGE_SCHEMA)
+    return frame.mapInArrow(_task(rows, "stage 1 (reading, pairing, splitting)"), STAGE_SCHEMA)
 
 
 def _parquet_frame(spark: SparkSession, uri: str, source: str) -> tuple[DataFrame, list[str]]:
@@ -342,28 +308,18 @@ def whole_file_frame(spark: SparkSession, uri: str, fmt: str, plan: Plan, source
     (`WHOLE_FORMATS`, and EDN whose op maps span lines): Spark reads the bytes
     (`binaryFile`), the task parses them as the local engine does, one split, exact lines."""
 
-    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        def rows() -> Iterator[tuple[Any, ...]]:
-            for content in _file_contents(batches):
-                with _local_copy(content, source) as path:
-                    try:
-                        ops = (
-                            (_line_or_row(position), distributed.operation_op(operation))
-                            for operation, position in operation_positions(path, fmt)
-                        )
-                        yield from distributed.split_rows(plan, ops, source, 0)
-                    except HistoryError as error:  # the file, before any line (its format)
-                        yield (
-                            distributed.ERROR,
-                            "",
-                            0,
-                            0,
-                            distributed.dumps([distributed.Problem.LINE, error.message]),
-                        )
+    def rows(batches: Iterator[pa.RecordBatch]) -> Iterator[distributed.Row]:
+        for content in _file_contents(batches):
+            with _local_copy(content, source) as path:
+                yield from distributed.split_rows(plan, _located_ops(path, fmt), source, 0)
 
-        return _batches(_guarded(rows, "stage 1 (reading the whole file)", _bug_row), _STAGE_TYPE)
+    return _binary_file(spark, uri).mapInArrow(_task(rows, "stage 1 (reading the whole file)"), STAGE_SCHEMA)
 
-    return _binary_file(spark, uri).mapInArrow(task, STAGE_SCHEMA)
+
+def _located_ops(path: str, fmt: str) -> Iterator[tuple[int, distributed.Op]]:
+    # A generator: an error opening the file (its format) is met where split_rows reads it.
+    for operation, line in open_located(path, fmt)[1]:
+        yield line, distributed.operation_op(operation)
 
 
 def _binary_file(spark: SparkSession, uri: str) -> DataFrame:
@@ -389,15 +345,10 @@ def _local_copy(content: bytes, source: str) -> Iterator[str]:
         yield path
 
 
-def _line_or_row(position: Position) -> int:
-    return position.line if position.line is not None else (position.row or 0)
-
-
 def whole_file_answer(spark: SparkSession, uri: str, source: str, ask: Callable[[str], Any]) -> Any:
     """`ask(path)` of the history read whole by one task (a local copy of Spark's bytes), its
     answer pickled back: for the engine's error paths (the line of an operation, the first
     value a model refuses) and nothing else, so the driver never opens the history."""
-    import pickle
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         answers = []
@@ -421,20 +372,12 @@ def border_frame(stage1: DataFrame, plan: Plan, source: str, partitions: int) ->
         .sortWithinPartitions("part", "split", "line", "payload")
     )
 
-    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        def rows() -> Iterator[tuple[Any, ...]]:
-            def border_rows() -> Iterator[tuple[str, int, int, bytes]]:
-                for batch in batches:
-                    columns = [
-                        batch.column(name).to_pylist() for name in ("part", "split", "line", "payload")
-                    ]
-                    yield from zip(*columns, strict=True)
+    def rows(batches: Iterator[pa.RecordBatch]) -> Iterator[distributed.Row]:
+        columns = ("part", "split", "line", "payload")
+        read = (zip(*(batch.column(name).to_pylist() for name in columns), strict=True) for batch in batches)
+        return distributed.border_rows(plan, itertools.chain.from_iterable(read), source)
 
-            yield from distributed.border_rows(plan, border_rows(), source)
-
-        return _batches(_guarded(rows, "border pairing", _bug_row), _STAGE_TYPE)
-
-    return border.mapInArrow(task, STAGE_SCHEMA)
+    return border.mapInArrow(_task(rows, "border pairing"), STAGE_SCHEMA)
 
 
 def check_frame(calls: DataFrame, plan: Plan, committed: frozenset[int] | None, buckets: int) -> DataFrame:
@@ -452,7 +395,7 @@ def check_frame(calls: DataFrame, plan: Plan, committed: frozenset[int] | None, 
     rows = rows.unionByName(calls.where(every).crossJoin(copies).select("bucket", "part", "payload"))
 
     def task(table: pa.Table) -> pa.Table:
-        def answers() -> Iterator[bytes]:
+        def answers() -> Iterator[distributed.Answer]:
             parts: dict[str, list[bytes]] = {}
             names = cast("list[str]", table.column("part").to_pylist())
             payloads = cast("list[bytes]", table.column("payload").to_pylist())
@@ -461,7 +404,7 @@ def check_frame(calls: DataFrame, plan: Plan, committed: frozenset[int] | None, 
             if len(parts) > (distributed.SUBSCRIPTIONS_PART in parts):
                 yield from distributed.check_rows(plan, parts, committed)
 
-        checked = list(_guarded(answers, "stage 2 (checking)", _bug_answer))
+        checked = [pickle.dumps(answer) for answer in _guarded(answers, "stage 2 (checking)", _bug_answer)]
         return pa.table({"answer": pa.array(checked, pa.binary())})
 
     return rows.groupBy("bucket").applyInArrow(task, ANSWER_SCHEMA)

@@ -311,7 +311,7 @@ def fast_pieces(invocation: distributed.Op, completion: distributed.Op) -> list[
 
 def pieces_of(call: Call) -> list[tuple[str, list[Any]]]:
     """What stage 1 ships of a call the plain way (`_Sink.add_call`: `split_call`, then
-    `piece_fields`), the whole-history part's copy left out."""
+    `kafka_fields`), the whole-history part's copy left out."""
     sink = distributed._Sink(Plan("kafka"))
     sink.add_call(call)
     return [
