@@ -841,3 +841,18 @@ def test_the_no_writer_deviation_is_named_in_the_whole_history_part() -> None:
     } in deviations
     sent = check_kafka(list(pair_calls(crashed_txn_history(send_a=True).operations)))
     assert sent.evidence["deviations_from_jepsen"] == []
+
+
+def test_op_max_offsets() -> None:
+    # kafka_test.clj op->max-offsets-test: the highest offset polled or sent per key of an
+    # ok txn, what realtime lag measures from.
+    from spark_checks.kafka_checker import _max_offsets
+
+    value = [
+        ["poll", {"x": [[2, None], [5, None], [4, None]]}],
+        ["send", "y", [2, None]],
+        ["send", "y", [3, None]],
+    ]
+    h = parity.History().o(0, 0, "invoke", "txn", value).o(1, 0, "ok", "txn", value)
+    (call,) = h.calls()
+    assert _max_offsets(call) == {"x": 5, "y": 3}
