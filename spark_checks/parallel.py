@@ -28,7 +28,9 @@ Order and stops
     Pieces start smallest first (by the size the caller gives: the calls of a part): the cheap
     parts decide an invalid history early, and under `fail_fast` the first invalid result stops
     the rest. A caller may have its large pieces start first (`start_order`: `verify` over many
-    files does, for its large files). The pieces not finished are answered by the caller's
+    files does, for its large files). Without fail-fast a worker is sent its next piece while
+    it still runs one (`_Run._top_up`), so it never waits for this process between pieces; the
+    last pieces go to whichever worker is free first. The pieces not finished are answered by the caller's
     `stopped` (a part "not checked"), never dropped. At the deadline a worker still busy is
     killed: the operating system frees its memory at once, where a search in this process has to
     free its cache object by object (see `linearizability`'s release share). An error a piece
@@ -52,7 +54,7 @@ import traceback
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 from spark_checks import kafka_checker
 from spark_checks.checking import Budget, Plan, check_part, unchecked_result
@@ -205,6 +207,7 @@ class _Worker:
     pid: int
     connection: Connection
     task: int = -1  # the piece it runs, -1 when idle
+    ahead: list[int] = field(default_factory=list)  # pieces sent after it, waiting in its pipe
 
 
 def progress_text(done: int, total: int, invalid: int, unknown: int, what: str = "part") -> str:
@@ -397,10 +400,14 @@ class _Run(Generic[R]):
         )
         self.results: dict[int, R] = {}
         self.errors: dict[int, Exception] = {}
+        self.in_flight = 0  # pieces sent and not answered
 
     def go(self, shared: Any, fail_fast: bool, deadline: float) -> list[R]:
         busy: dict[Connection, _Worker] = {}
         stop: Stop | None = None
+        # Without fail-fast no answer stops the others: each worker gets its next piece before
+        # it answers (`_top_up`), so it never waits for this process to read the answer.
+        ahead = not fail_fast
         try:
             reporting = self.on_progress is not None  # else a worker says nothing: no message, no wake-up
             message = pickle.dumps(("shared", (shared, reporting)), pickle.HIGHEST_PROTOCOL)
@@ -411,6 +418,8 @@ class _Run(Generic[R]):
                     self._send(worker, busy)
                 else:
                     self.pool._give_back(worker)
+            for worker in list(busy.values()):
+                self._top_up(worker, ahead, deadline)
             while busy:
                 left = deadline + KILL_GRACE_SECONDS - time.time()
                 if left <= 0:
@@ -422,75 +431,110 @@ class _Run(Generic[R]):
                     if answering is None:  # killed meanwhile (its answer was not needed)
                         continue
                     worker = answering
-                    if self._receive(worker):
+                    message = self._read(worker)
+                    if message[:1] == _SAID:
+                        self._hear(message)
+                        continue
+                    index = worker.task
+                    self.in_flight -= 1
+                    if worker.ahead:  # already in its pipe: it runs that one now
+                        worker.task = worker.ahead.pop(0)
+                    else:
                         del busy[worker.connection]
-                        index = worker.task
-                        if self.errors:  # only an earlier task's error could be raised instead
-                            first = min(self.errors)
-                            self.queue = [queued for queued in self.queue if queued < first]
-                            for needless in [other for other in busy.values() if other.task > first]:
-                                _kill(needless)  # its answer would not be used
-                                del busy[needless.connection]
-                        if fail_fast and index in self.results and self.is_invalid(self.results[index]):
-                            stop = Stop(StopKind.FAIL_FAST, self.tasks[index].name)
-                        if stop is None and self.queue and time.time() < deadline:
+                        if ahead and self.queue and not self.errors and time.time() < deadline:
                             self._send(worker, busy)
-                        else:
-                            self.pool._give_back(worker)
+                    self._top_up(worker, ahead, deadline)  # before this answer is read and printed
+                    self._answer(index, message)
+                    if self.errors:  # only an earlier task's error could be raised instead
+                        first = min(self.errors)
+                        self.queue = [queued for queued in self.queue if queued < first]
+                        for needless in [other for other in busy.values() if other.task > first]:
+                            _kill(needless)  # its answer would not be used
+                            del busy[needless.connection]
+                    if fail_fast and index in self.results and self.is_invalid(self.results[index]):
+                        stop = Stop(StopKind.FAIL_FAST, self.tasks[index].name)
+                    if worker.connection in busy or worker.connection.reading < 0:  # busy, or killed above
+                        continue
+                    if stop is None and self.queue and time.time() < deadline:
+                        self._send(worker, busy)
+                    else:
+                        self.pool._give_back(worker)
                 if stop is not None:
                     break
         except BaseException:
             for worker in busy.values():
                 _kill(worker)
             raise
+        unstarted = list(self.queue)
         for worker in busy.values():  # running at a stop: killed, answered by `stopped`
             _kill(worker)
             index = worker.task
             self.results[index] = self.stopped(index, stop or Stop(StopKind.DEADLINE))
+            unstarted.extend(worker.ahead)
         late = stop if stop is not None and stop.kind is StopKind.FAIL_FAST else Stop(StopKind.NOT_STARTED)
-        for index in self.queue:
+        for index in unstarted:
             self.results[index] = self.stopped(index, late)
         if self.errors:
             raise self.errors[min(self.errors)]
         return [self.results[index] for index in range(len(self.tasks))]
 
+    def _top_up(self, worker: _Worker, ahead: bool, deadline: float) -> None:
+        """Send a busy worker its next piece now, to wait in its pipe, while more pieces are
+        queued than there are workers: the last ones go to whichever worker is free first, so
+        that none is left with two at the end. Measured on Porcupine's 108 logs over two
+        workers at load 15-16: the workers waited 0.3-0.4 s each between files before."""
+        if not (ahead and worker.task >= 0 and not worker.ahead and not self.errors):
+            return
+        if len(self.queue) > len(self.workers) and time.time() < deadline:
+            worker.ahead.append(self._post(worker))
+
     def _send(self, worker: _Worker, busy: dict[Connection, _Worker]) -> None:
+        """Start the next queued piece on an idle worker."""
+        worker.task = self._post(worker)
+        busy[worker.connection] = worker
+
+    def _post(self, worker: _Worker) -> int:
+        """Send the next queued piece to `worker`; its index."""
         index = self.queue.pop()
         task = self.tasks[index]
-        running = len(busy) + 1
-        share = math.ceil((len(self.queue) + running) / len(self.workers))
-        worker.task = index
+        self.in_flight += 1
+        share = math.ceil((len(self.queue) + self.in_flight) / len(self.workers))
         worker.connection.send_bytes(
             pickle.dumps(("task", (index, task.function, task.arguments, share)), pickle.HIGHEST_PROTOCOL)
         )
-        busy[worker.connection] = worker
+        return index
 
-    def _receive(self, worker: _Worker) -> bool:
-        """Read one message from a worker; True when its task is finished."""
+    def _read(self, worker: _Worker) -> bytes:
+        """The next message from a worker (what its task said, `_SAID`, or its answer)."""
         try:
-            kind, index, payload = pickle.loads(worker.connection.recv_bytes())
+            return worker.connection.recv_bytes()
         except (EOFError, OSError):
             _kill(worker)
             raise WorkerError(
                 "WorkerDied", "a worker process ended without an answer", self._doing(worker.task), ""
             ) from None
-        if kind == "progress":
-            if self.on_progress is not None:
-                self.on_progress(index, payload)
-            return False
+
+    def _hear(self, message: bytes) -> None:
+        """What a task said (`TaskContext.say`), to `on_progress`."""
+        index, text = pickle.loads(message[1:])
+        if self.on_progress is not None:
+            self.on_progress(index, text)
+
+    def _answer(self, index: int, message: bytes) -> None:
+        """Record task `index`'s answer: its result (to `on_done`) or the error it raised."""
+        kind, _, payload = pickle.loads(message[1:])
         if kind == "result":
             self.results[index] = payload
             if self.on_done is not None:
                 self.on_done(index, payload)
         elif kind == "history-error":
-            position, message = payload
-            self.errors[index] = HistoryError(position, message)
+            position, text = payload
+            self.errors[index] = HistoryError(position, text)
         elif kind == "value-error":
             self.errors[index] = ValueError(payload)
         else:
-            name, message, remote = payload
-            raise WorkerError(name, message, self._doing(index), remote)
-        return True
+            name, text, remote = payload
+            raise WorkerError(name, text, self._doing(index), remote)
 
     def _doing(self, index: int) -> str:
         name = self.tasks[index].name if 0 <= index < len(self.tasks) else ""
@@ -550,7 +594,7 @@ def _serve(connection: Connection) -> None:
 
         def say(text: str, index: int = index, reporting: bool = reporting) -> None:
             if reporting:
-                connection.send_bytes(pickle.dumps(("progress", index, text)))
+                connection.send_bytes(_SAID + pickle.dumps((index, text)))
 
         try:
             answer: tuple[str, int, Any] = (
@@ -572,7 +616,14 @@ def _serve(connection: Connection) -> None:
             data = pickle.dumps(answer, pickle.HIGHEST_PROTOCOL)
         except Exception as error:  # a result that does not pickle is a bug too
             data = pickle.dumps(("bug", index, (type(error).__name__, str(error), traceback.format_exc())))
-        connection.send_bytes(data)
+        connection.send_bytes(_ANSWER + data)
+
+
+_SAID: Final = b"s"
+"""The first byte of a worker's message that reports what its task said (then a pickle of
+(index, text)); its caller tells it from an answer without unpickling either."""
+_ANSWER: Final = b"a"
+"""The first byte of a worker's answer (then a pickle of (kind, index, payload))."""
 
 
 def _kill(worker: _Worker) -> None:

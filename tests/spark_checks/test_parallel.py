@@ -390,3 +390,41 @@ def test_a_worker_sends_progress_only_to_a_caller_that_listens(
     assert sorted(heard) == (
         [(n, f"task {n}, step {s}") for n in range(4) for s in range(3)] if listening else []
     )
+
+
+def _where(_shared: object, seconds: float, _context: TaskContext) -> int:
+    time.sleep(seconds)
+    return os.getpid()
+
+
+@needs_fork
+def test_a_worker_gets_its_next_piece_before_it_answers_while_many_are_queued() -> None:
+    """Without fail-fast each worker has its next piece waiting in its pipe while more pieces
+    are queued than there are workers; the last ones go to whichever worker is free first.
+    Pieces start smallest first: the slow one (size 1) and one quick piece first, each worker
+    then given one more at once. The slow worker's waiting piece runs after it, in that same
+    worker, while the other worker takes every other piece."""
+    tasks = [Task(1, _where, (0.6,)), *(Task(2 + n, _where, (0.0,)) for n in range(8))]
+    with WorkerPool(2) as pool:
+        pids = pool.run(tasks, is_invalid=lambda _r: False, stopped=lambda _index, _stop: -1)
+    slow = pids[0]
+    assert pids[2] == slow  # sent to the slow worker ahead, at the start
+    assert [pid for pid in pids[3:] if pid == slow] == []  # the rest went to the free worker
+    assert len(set(pids)) == 2
+
+
+@needs_fork
+def test_a_piece_waiting_in_a_killed_workers_pipe_is_answered_not_started() -> None:
+    tasks = [
+        Task(1, _sleep, (60.0,), "slow"),
+        Task(2, _sleep, (0.0,), "quick"),
+        Task(3, _sleep, (0.0,), "waiting behind the slow one"),
+        *(Task(4 + n, _sleep, (0.0,)) for n in range(4)),
+    ]
+    with WorkerPool(2) as pool:
+        started = time.time()
+        results = pool.run(tasks, is_invalid=lambda _r: False, stopped=_stopped, deadline=started + 0.5)
+    assert time.time() - started < 0.5 + KILL_GRACE_SECONDS + 0.5
+    assert results[0] == "0 deadline "  # running at the deadline: killed
+    assert results[2] == "2 not started "  # sent ahead to the slow worker, never started
+    assert results[1] == results[3] == "slept 0.0"
