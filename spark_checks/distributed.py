@@ -206,14 +206,33 @@ def call_from_fields(fields: Sequence[Any]) -> Call:
 
 
 def kafka_fields(
-    process: Any, f: str, analysed: JsonValue, outcome: str, invoked: int, completed: int | None, key: Any
+    process: Any,
+    f: str,
+    analysed: JsonValue,
+    outcome: str,
+    invoked: int,
+    completed: int | None,
+    key: Any,
+    times: tuple[int | None, int | None] = (None, None),
 ) -> list[Any]:
-    """A Kafka piece's `call_fields` with only what the Kafka checks read: process, function,
-    outcome, indices, key and the analysed value (`kafka_checker.analysed_value`) as its
-    completion's (and its output, if ok); not the other value nor the times (a quarter of the
-    bytes shipped). Checked alike."""
+    """A Kafka call's `call_fields` with only what the Kafka checks read: process, function,
+    outcome, indices, key, times and the analysed value (`kafka_checker.analysed_value`,
+    the only way they read a value) as its completion's (and its output, if ok); not the
+    other value. A per-key piece leaves out the times too (no per-key check reads them).
+    Checked alike; a send's value is shipped once per part, not twice."""
     ok = 1 if outcome == "ok" else 0
-    return [process, f, None, analysed, ok, None, outcome, invoked, completed, key, None, None]
+    return [process, f, None, analysed, ok, None, outcome, invoked, completed, key, *times]
+
+
+def _kafka_call_fields(call: Call) -> list[Any]:
+    """`kafka_fields` of a whole call (the whole-history part, assign/subscribe calls)."""
+    analysed = kafka_checker.analysed_value(call)
+    times = call.invoke_time, call.complete_time
+    return kafka_fields(call.process, call.f, analysed, call.outcome.value, *_indices(call), call.key, times)
+
+
+def _indices(call: Call) -> tuple[int, int | None]:
+    return call.invoke_index, call.complete_index
 
 
 SEVERAL: Final = 1
@@ -459,7 +478,19 @@ class _Sink:
     def add_pair(self, invocation: Op, completion: Op | None) -> None:
         self.calls += 1
         if self.kafka and completion is not None and _fast_pieces(invocation, completion, self):
-            self._add(CYCLES_PART, call_fields(_call(invocation, completion)))
+            done, times = completion[4], (invocation[6], completion[6])
+            analysed = invocation[4] if done is None else done  # `kafka_checker.analysed_value`
+            fields = kafka_fields(
+                invocation[1],
+                invocation[3],
+                analysed,
+                completion[2],
+                invocation[0],
+                completion[0],
+                invocation[5],
+                times,
+            )
+            self._add(CYCLES_PART, fields)
             return
         self.add_call(_open_call(invocation) if completion is None else _call(invocation, completion))
 
@@ -469,19 +500,18 @@ class _Sink:
                 self._add(part, call_fields(piece))
             return
         if call.f in kafka_checker.SUBSCRIPTION_FUNCTIONS:
-            self._add(SUBSCRIPTIONS_PART, call_fields(call))
+            self._add(SUBSCRIPTIONS_PART, _kafka_call_fields(call))
             return
         split = kafka_checker.split_call(call)
-        f, indices = call.f, (call.invoke_index, call.complete_index)
         several = len(split) > 1 and call.outcome is Outcome.INFO and _sends_to_several_keys(call)
         for key, piece in split:
             analysed = kafka_checker.analysed_value(piece)
-            fields = kafka_fields(call.process, f, analysed, call.outcome.value, *indices, key)
+            fields = kafka_fields(call.process, call.f, analysed, call.outcome.value, *_indices(call), key)
             if several:
                 fields.append(SEVERAL)
             self.add_piece(key, fields)
         if call.f in kafka_checker.DATA_FUNCTIONS:
-            self._add(CYCLES_PART, call_fields(call))
+            self._add(CYCLES_PART, _kafka_call_fields(call))
 
     def add_piece(self, key: Any, fields: list[Any]) -> None:
         part = self.parts.get(key)
