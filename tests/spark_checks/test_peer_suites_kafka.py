@@ -731,6 +731,8 @@ def random_history(rng: random.Random, processes: int = 3) -> list[Operation]:
                 v = next(next_value)
                 future.append((key, v))
                 pairs.append([len(log) + rng.randint(0, 1), v])
+            if pairs and rng.random() < 0.03:
+                pairs[rng.randrange(len(pairs))][0] = None  # a read whose offset is unknown
             result[key] = pairs
         return result
 
@@ -747,7 +749,11 @@ def random_history(rng: random.Random, processes: int = 3) -> list[Operation]:
                         done.append(["send", key, [logs[key].index(v), v]])  # took effect earlier
                     elif kind is not OpType.FAIL and rng.random() < 0.9:
                         logs[key].append(v)
-                        offset = len(logs[key]) - 1 if rng.random() < 0.9 else rng.randint(0, len(logs[key]))
+                        offset: int | None = len(logs[key]) - 1
+                        if rng.random() < 0.1:
+                            offset = rng.randint(0, len(logs[key]))
+                        if rng.random() < 0.05:
+                            offset = None  # a send whose offset is unknown
                         done.append(
                             ["send", key, [offset, v]] if kind is OpType.OK or rng.random() < 0.5 else mop
                         )
