@@ -1,7 +1,8 @@
 """The Porcupine log readers' fast paths read what the general ones read. The etcd reader's
-(`porcupine._etcd_fields`: a line split on whitespace) reads every line as the line pattern
-does (`_etcd_fields_matched`), or leaves it to the pattern: on every line of Porcupine's logs,
-on odd lines, and on generated ones; a value seen on many lines is shared only when immutable.
+(`porcupine._etcd_fields`: the usual line's pattern) reads every line as the general line
+pattern does (`_etcd_fields_matched`), or leaves it to that pattern: on every line of
+Porcupine's logs, on odd lines, and on generated ones; a chunk of lines scanned at once reads
+as its lines one by one; a value seen on many lines is shared only when immutable.
 The kv reader's (a line of Porcupine's own shape) makes the operation the EDN reader makes."""
 
 from __future__ import annotations
@@ -13,9 +14,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spark_checks.history import HistoryError, Operation, OpType
+from spark_checks.readers import porcupine
 from spark_checks.readers._common import make_operation
 from spark_checks.readers.edn import iter_forms
-from spark_checks.readers.porcupine import _etcd_fields, _etcd_fields_matched, read_etcd_log, read_kv_log
+from spark_checks.readers.porcupine import (
+    _etcd_fields,
+    _etcd_fields_matched,
+    _etcd_lines,
+    read_etcd_log,
+    read_kv_log,
+)
 
 PORCUPINE = Path(__file__).resolve().parents[3] / "shared" / "histories" / "porcupine" / "test_data"
 ETCD_LOGS = PORCUPINE / "jepsen"
@@ -139,6 +147,54 @@ def test_a_value_shared_by_many_lines_is_shared_only_when_immutable(tmp_path: Pa
     invoke, ok, _, _ = read_etcd_log(log)
     assert invoke.value == ok.value == [3, 0]
     assert invoke.value is not ok.value  # a list: one per line, as before
+
+
+def _line_by_line(text: str) -> list[tuple[object, ...]]:
+    """What each non-blank line of a log reads as alone (the fast path, else the pattern)."""
+    read: list[tuple[object, ...]] = []
+    for number, line in enumerate(text.split("\n"), 1):
+        fields = _etcd_fields(line)
+        if fields is None and line.strip():
+            fields = _etcd_fields_matched(line, "log", number)
+        if fields is not None:
+            read.append((number, *fields))
+    return read
+
+
+@pytest.mark.skipif(not ETCD_LOGS.is_dir(), reason="needs the Porcupine test histories")
+def test_a_log_scanned_by_chunk_reads_as_its_lines_one_by_one() -> None:
+    for path in sorted(ETCD_LOGS.glob("*.log")):
+        assert list(_etcd_lines(path, "log")) == _line_by_line(path.read_text(encoding="utf-8")), path
+
+
+@pytest.mark.parametrize("chunk_bytes", [1, 100, 1 << 20])
+def test_chunks_with_odd_lines_read_as_their_lines_one_by_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk_bytes: int
+) -> None:
+    """Usual lines, blank ones, CRLF endings, an odd line and no final line break, in chunks of
+    one line (the usual shape scanned alone), of a few lines (some with an odd line: matched
+    line by line) and of the whole file."""
+    text = (
+        "INFO  jepsen.util - 1\t:invoke\t:cas\t[3 0]\n"
+        "\n"
+        "INFO  jepsen.util - 1\t:ok\t:cas\t[3 0]\r\n"
+        "INFO  jepsen.util - :nemesis\t:info\t:start\t{:n1 [:n2 :n3]}\n"
+        "  \t\n"
+        "INFO  jepsen.util - 2   :invoke :write    3  \n"
+        "INFO  jepsen.util - 1\u00a0:ok\t:read\t1\n"
+        "INFO  jepsen.util - 2\t:info\t:write\t:timed-out"
+    )
+    log = tmp_path / "etcd.log"
+    log.write_bytes(text.encode("utf-8"))
+    monkeypatch.setattr(porcupine, "CHUNK_BYTES", chunk_bytes)
+    assert list(_etcd_lines(log, "log")) == _line_by_line(text)
+
+
+def test_a_byte_that_is_not_utf8_is_named_by_its_line(tmp_path: Path) -> None:
+    log = tmp_path / "etcd.log"
+    log.write_bytes(b"INFO  jepsen.util - 1\t:invoke\t:read\tnil\nINFO  jepsen.util - 1\t:ok\t:read\t\xff\n")
+    with pytest.raises(HistoryError, match=r"etcd.log:2: not UTF-8 text \(byte 32 of the line\)"):
+        list(read_etcd_log(log))
 
 
 KV_LINES = [
