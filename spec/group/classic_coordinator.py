@@ -150,6 +150,8 @@ class Member:
         raise ValueError(f"member {self.member_id} does not support {protocol_name}")
 
 
+@cache_hash
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Commit:
     """A committed offset with who committed it: the member id and generation the OffsetCommit
@@ -158,6 +160,7 @@ class Commit:
     offset: int
     member_id: MemberId
     generation: int
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
 
 @cache_hash
@@ -212,6 +215,7 @@ Delivery = tuple[int, JoinGroupResponse | SyncGroupResponse]
 """A parked JoinGroup or SyncGroup answered: (the connection that sent it, the response)."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """What a handler returns: the new group, the immediate answer to the request (None when

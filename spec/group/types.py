@@ -19,8 +19,10 @@ implementation share the vocabulary, never the behaviour.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeAlias
+
+from spec._frozen import cache_hash, fast_init
 
 MemberId: TypeAlias = str
 """A member id the coordinator hands out (Kafka: client id + "-" + a UUID)."""
@@ -81,12 +83,15 @@ class Errors(enum.Enum):
     __hash__ = object.__hash__  # members are singletons: hashing by identity is cheaper than Enum's
 
 
+@cache_hash
+@fast_init
 @dataclass(frozen=True, slots=True, order=True)
 class TopicPartition:
     """One partition of a topic (`org.apache.kafka.common.TopicPartition`)."""
 
     topic: str
     partition: int
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
     def __str__(self) -> str:
         return f"{self.topic}-{self.partition}"
@@ -133,6 +138,8 @@ class RebalanceProtocol(enum.Enum):
 # --- the embedded consumer protocol (opaque bytes to the coordinator) ------------------------
 
 
+@cache_hash
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Subscription:
     """`ConsumerProtocolSubscription` (v2): the topics a consumer subscribes to, the partitions
@@ -142,13 +149,17 @@ class Subscription:
     topics: tuple[str, ...]
     owned_partitions: tuple[TopicPartition, ...] = ()
     generation_id: int = UNKNOWN_GENERATION_ID
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
 
+@cache_hash
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Assignment:
     """`ConsumerProtocolAssignment`: the partitions the leader assigns to one member."""
 
     partitions: tuple[TopicPartition, ...] = ()
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
 
 EMPTY_ASSIGNMENT = Assignment()
@@ -156,6 +167,8 @@ EMPTY_ASSIGNMENT = Assignment()
 member the leader left out)."""
 
 
+@cache_hash
+@fast_init
 @dataclass(frozen=True, slots=True)
 class JoinGroupRequestProtocol:
     """One entry of `JoinGroupRequest.Protocols`: an assignor name (`range`, `roundrobin`,
@@ -163,11 +176,13 @@ class JoinGroupRequestProtocol:
 
     name: str
     metadata: Subscription
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
 
 # --- JoinGroup --------------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class JoinGroupRequest:
     """`JoinGroupRequest` (v5+: `GroupInstanceId`; `require_known_member_id` is what v4+ means)."""
@@ -179,6 +194,8 @@ class JoinGroupRequest:
     require_known_member_id: bool = True
 
 
+@cache_hash
+@fast_init
 @dataclass(frozen=True, slots=True)
 class JoinGroupResponseMember:
     """One member in the leader's JoinGroup response: its id, instance id and metadata for the
@@ -187,8 +204,11 @@ class JoinGroupResponseMember:
     member_id: MemberId
     group_instance_id: GroupInstanceId | None
     metadata: Subscription
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
 
+@cache_hash
+@fast_init
 @dataclass(frozen=True, slots=True)
 class JoinGroupResponse:
     """`JoinGroupResponse`. `members` is non-empty only in the leader's response;
@@ -203,11 +223,13 @@ class JoinGroupResponse:
     skip_assignment: bool = False
     member_id: MemberId = UNKNOWN_MEMBER_ID
     members: tuple[JoinGroupResponseMember, ...] = ()
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
 
 # --- SyncGroup --------------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SyncGroupRequestAssignment:
     """One entry of `SyncGroupRequest.Assignments` (only the leader sends any)."""
@@ -216,6 +238,7 @@ class SyncGroupRequestAssignment:
     assignment: Assignment
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SyncGroupRequest:
     """`SyncGroupRequest` (v5+: protocol type and name)."""
@@ -228,6 +251,8 @@ class SyncGroupRequest:
     assignments: tuple[SyncGroupRequestAssignment, ...] = ()
 
 
+@cache_hash
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SyncGroupResponse:
     """`SyncGroupResponse`: the member's own assignment."""
@@ -236,11 +261,13 @@ class SyncGroupResponse:
     protocol_type: str | None = None
     protocol_name: str | None = None
     assignment: Assignment = EMPTY_ASSIGNMENT
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
 
 # --- Heartbeat and LeaveGroup -----------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class HeartbeatRequest:
     """`HeartbeatRequest`."""
@@ -250,6 +277,7 @@ class HeartbeatRequest:
     group_instance_id: GroupInstanceId | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class HeartbeatResponse:
     """`HeartbeatResponse`."""
@@ -257,6 +285,7 @@ class HeartbeatResponse:
     error: Errors
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class MemberIdentity:
     """One member of a batch `LeaveGroupRequest` (v3+, KIP-345): by member id, or by instance id
@@ -266,6 +295,7 @@ class MemberIdentity:
     group_instance_id: GroupInstanceId | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class LeaveGroupRequest:
     """`LeaveGroupRequest` (v3+: a batch of members)."""
@@ -273,6 +303,7 @@ class LeaveGroupRequest:
     members: tuple[MemberIdentity, ...]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class MemberResponse:
     """One member's answer in a `LeaveGroupResponse`."""
@@ -282,6 +313,7 @@ class MemberResponse:
     error: Errors
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class LeaveGroupResponse:
     """`LeaveGroupResponse`: a top-level error and one answer per member."""
@@ -293,6 +325,8 @@ class LeaveGroupResponse:
 # --- OffsetCommit and OffsetFetch -------------------------------------------------------------
 
 
+@cache_hash
+@fast_init
 @dataclass(frozen=True, slots=True)
 class OffsetCommitRequest:
     """`OffsetCommitRequest`. `generation_id_or_member_epoch` is the classic generation id or,
@@ -303,8 +337,10 @@ class OffsetCommitRequest:
     generation_id_or_member_epoch: int
     group_instance_id: GroupInstanceId | None
     offsets: tuple[tuple[TopicPartition, int], ...]
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class OffsetCommitPartitionResponse:
     """One partition's answer in an `OffsetCommitResponse`."""
@@ -313,6 +349,7 @@ class OffsetCommitPartitionResponse:
     error: Errors
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class OffsetCommitResponse:
     """`OffsetCommitResponse`: one error per partition (a group-level error is repeated for
@@ -321,6 +358,7 @@ class OffsetCommitResponse:
     partitions: tuple[OffsetCommitPartitionResponse, ...]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class OffsetFetchRequest:
     """`OffsetFetchRequest` (`partitions` None: all the group's committed offsets). `member_id`
@@ -331,6 +369,7 @@ class OffsetFetchRequest:
     member_epoch: int = UNKNOWN_GENERATION_ID
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class OffsetFetchPartitionResponse:
     """One partition's committed offset (`NO_OFFSET` when none) in an `OffsetFetchResponse`."""
@@ -340,6 +379,7 @@ class OffsetFetchPartitionResponse:
     error: Errors = Errors.NONE
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class OffsetFetchResponse:
     """`OffsetFetchResponse`."""
@@ -351,6 +391,7 @@ class OffsetFetchResponse:
 # --- ConsumerGroupHeartbeat (KIP-848) ---------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupHeartbeatRequest:
     """`ConsumerGroupHeartbeatRequest` (KIP-848): the member epoch says what the member is doing
@@ -369,6 +410,7 @@ class ConsumerGroupHeartbeatRequest:
     topic_partitions: tuple[TopicPartition, ...] | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupHeartbeatResponse:
     """`ConsumerGroupHeartbeatResponse`: the error, the member id and epoch, and the member's
