@@ -654,8 +654,10 @@ def _model_choice(context: click.Context, parameter: click.Parameter, value: str
 @click.option("--initial", metavar="JSON", help="Initial value of register-like models (a JSON literal).")
 @click.option(
     "--nil-read",
-    type=click.Choice(["unconstrained", "absent"]),
-    help="A read of nil tells nothing (Knossos) or observed the nil value (Porcupine's etcd logs).",
+    type=click.Choice(["unconstrained", "absent", "knossos"]),
+    help="A read of nil tells nothing (Knossos's registers), observed the nil value (Porcupine's "
+    "etcd logs; an empty queue or set), or is read as Knossos's models read it (knossos: unknown "
+    "for a register, a value like any other for a queue's dequeue or a set's read).",
 )
 @click.option(
     "--failed-cas",

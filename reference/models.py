@@ -65,7 +65,11 @@ Conventions (the ``conventions`` dict a history reader attaches; see `resolve_co
                      ``"absent"``: it observed the nil value (Porcupine's etcd logs: the key
                      did not exist). Under ``absent`` a kv get of nil observed ``""``, and
                      a fifo-queue or unordered-queue dequeue of nil observed an empty
-                     queue, and a set read of nil observed the empty set.
+                     queue, and a set read of nil observed the empty set. ``"knossos"``: as
+                     Knossos's models read it: a register's (cas, multi-register, kv) nil
+                     read tells nothing, as under ``unconstrained``, but its queues and set
+                     have no such escape: a dequeue of nil needs a nil pending (so it is
+                     illegal on an empty queue too) and a set read of nil equals no set.
     ``failed_cas``   ``"did-not-happen"``: a ``fail`` CAS had no effect and is dropped
                      (Knossos drops every ``:fail``); or ``"no-effect"``: the CAS executed
                      and returned false because the value differed from ``from``, so the
@@ -121,7 +125,7 @@ DEFAULT_CONVENTIONS: Final[Mapping[str, Any]] = {
 """The conventions used for keys a history does not state (Knossos's, with a nil initial)."""
 
 _ALLOWED: Final[Mapping[str, tuple[str, ...]]] = {
-    "nil_read": ("unconstrained", "absent"),
+    "nil_read": ("unconstrained", "absent", "knossos"),
     "failed_cas": ("did-not-happen", "no-effect"),
     "failed_read": ("did-not-happen", "unknown"),
 }
@@ -282,7 +286,7 @@ class CasRegister:
         if f == "read":
             if outcome != "ok":
                 return None  # a failed or indeterminate read observes nothing, changes nothing
-            if call.output is None and conventions["nil_read"] == "unconstrained":
+            if call.output is None and conventions["nil_read"] != "absent":
                 return None
             return ("r",), _value(call.output), "ok"
         if f == "write":
@@ -359,7 +363,7 @@ class KeyValue:
             if outcome != "ok":
                 return None
             if call.output is None:
-                if conventions["nil_read"] == "unconstrained":
+                if conventions["nil_read"] != "absent":
                     return None
                 return ("g",), "", "ok"  # an absent key reads as the empty string
             return ("g",), _string(self.name, "a get returns", call.output), "ok"
@@ -425,7 +429,7 @@ class MultiRegister:
                 raise ValueError(f"txn micro-operation must be [read|write k v]; got {_brief(item)}")
             kind, key, value = _name(item[0]), freeze(_name(item[1])), freeze(item[2])
             if kind == "read":
-                if outcome != "ok" or (value is None and conventions["nil_read"] == "unconstrained"):
+                if outcome != "ok" or (value is None and conventions["nil_read"] != "absent"):
                     continue
                 micro.append(("r", key, value))
             else:
@@ -497,7 +501,8 @@ class FifoQueue:
 
     Prepared inputs: ``("e", v)`` and ``("d",)`` with output the value, or ``("d?",)`` for a
     dequeue whose value is unknown (it removed the head, whatever it was) and ``("d0",)``
-    for a nil dequeue under ``nil_read = absent`` (it observed an empty queue).
+    for a nil dequeue under ``nil_read = absent`` (it observed an empty queue); under
+    ``knossos`` a nil dequeue is ``("d",)`` with output None (it dequeued a nil).
     """
 
     name = "fifo-queue"
@@ -517,7 +522,7 @@ class FifoQueue:
         if f == "dequeue":
             if outcome == "info":
                 return ("d?",), None, "info"
-            if call.output is None:
+            if call.output is None and conventions["nil_read"] != "knossos":
                 return (("d?",) if conventions["nil_read"] == "unconstrained" else ("d0",)), None, "ok"
             return ("d",), freeze(call.output), "ok"
         raise _unsupported(self.name, call)
@@ -554,8 +559,8 @@ class Set:
     model's): a read that names an element twice is never legal (Porcupine's set test), and
     one that misses an element or adds one is not either. Prepared inputs: ``("a", v)``, and
     ``("r",)`` with output the frozenset read (a tuple when the read repeated an element,
-    which no state equals). A nil read tells nothing under ``nil_read = unconstrained`` and
-    observed the empty set under ``absent``.
+    which no state equals). A nil read tells nothing under ``nil_read = unconstrained``,
+    observed the empty set under ``absent`` and, under ``knossos``, equals no set.
     """
 
     name = "set"
@@ -572,6 +577,8 @@ class Set:
             if outcome != "ok":
                 return None
             if call.output is None:
+                if conventions["nil_read"] == "knossos":
+                    return ("r",), None, "ok"  # Knossos compares the set with nil: never equal
                 return None if conventions["nil_read"] == "unconstrained" else (("r",), frozenset(), "ok")
             if not isinstance(call.output, list | tuple | set | frozenset):
                 raise ValueError(f"set model: a read returns a list of elements; got {_brief(call.output)}")
@@ -683,8 +690,10 @@ class UnorderedQueue:
         if f == "enqueue":
             return ("e", freeze(call.input)), None, outcome
         if outcome == "info":
+            if conventions["nil_read"] == "knossos":  # Knossos: the invocation's nil, if it happened
+                return ("d",), None, "info"
             return None if conventions["nil_read"] == "unconstrained" else (("d?",), None, "info")
-        if call.output is None:
+        if call.output is None and conventions["nil_read"] != "knossos":
             return (("d?",) if conventions["nil_read"] == "unconstrained" else ("d0",)), None, "ok"
         return ("d",), freeze(call.output), "ok"
 
