@@ -862,3 +862,39 @@ def test_op_max_offsets() -> None:
     h = parity.History().o(0, 0, "invoke", "txn", value).o(1, 0, "ok", "txn", value)
     (call,) = h.calls()
     assert _max_offsets(call) == {"x": 5, "y": 3}
+
+
+# ---------------------------------------------------------------------------------------
+# Elle's realtime-graph-test, as Kafka polls that read nothing
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("events", "edges"),
+    [
+        ("", False),  # empty history (no data call: Jepsen's graph is empty too)
+        ("aA", False),  # single op
+        ("aAbB", True),  # two sequential ops
+        ("aAbBcC", True),
+        ("aAbcCB", True),  # one followed by two concurrent
+        ("abABcC", True),  # two concurrent followed by one
+        ("abBAcdCD", True),
+        ("aAbdBcDCeE", True),  # complex
+        ("abAB", False),  # two concurrent ops: no realtime edge
+    ],
+)
+def test_elle_realtime_graph_cases(events: str, edges: bool) -> None:
+    """A lowercase letter invokes that op's poll, an uppercase one completes it. The graph
+    relates only ops with edges between them (Elle's `realtime-graph`): with none, Jepsen's
+    checker reports `empty-transaction-graph`."""
+    h = parity.History()
+    for time, event in enumerate(events):
+        process = ord(event.lower()) - ord("a")
+        if event.islower():
+            h.o(time, process, "invoke", "poll", [["poll"]])
+        else:
+            h.o(time, process, "ok", "poll", [["poll", {}]])
+    if not events:
+        h.o(0, 0, "invoke", "assign", ["x"]).o(1, 0, "ok", "assign", ["x"])
+    expected = set() if edges else {"empty-transaction-graph"}
+    assert kafkaspec_types(h.operations) == jepsen_error_types(as_ops(h.operations)) == expected
