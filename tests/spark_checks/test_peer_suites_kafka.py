@@ -898,3 +898,46 @@ def test_elle_realtime_graph_cases(events: str, edges: bool) -> None:
         h.o(0, 0, "invoke", "assign", ["x"]).o(1, 0, "ok", "assign", ["x"])
     expected = set() if edges else {"empty-transaction-graph"}
     assert kafkaspec_types(h.operations) == jepsen_error_types(as_ops(h.operations)) == expected
+
+
+# ---------------------------------------------------------------------------------------
+# The same histories as a Jepsen user has them: EDN with keywords, through `verify`
+# ---------------------------------------------------------------------------------------
+
+
+def edn_form(value: Any) -> str:
+    """Jepsen's EDN: strings (keys, values, micro-op names) as keywords, as the tests write them."""
+    if isinstance(value, list):
+        return "[" + " ".join(edn_form(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{edn_form(k)} {edn_form(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, str):
+        return ":" + value
+    return "nil" if value is None else str(value)
+
+
+@pytest.mark.parametrize("name", sorted(PARITY_HISTORIES))
+def test_jepsen_edn_through_verify_gives_the_same_types(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    build, ww_deps = PARITY_HISTORIES[name]
+    operations = build().operations
+    path = tmp_path / "history.edn"
+    path.write_text(
+        "".join(
+            f"{{:index {o.index}, :time {o.time}, :type :{o.type.value}, :process {o.process}, "
+            f":f :{o.f}, :value {edn_form(o.value)}}}\n"
+            for o in operations
+        )
+    )
+    code, out, err = run_cli(capsys, "verify", str(path), "--json", *(["--ww-deps"] if ww_deps else []))
+    assert code in (0, 1), err
+    document = json.loads(out)
+    (history,) = document["histories"]
+    # One sentence per anomaly, allowed ones too (`failing` lists only the parts with an error).
+    found = {sentence["type"] for sentence in document["explanations"]}
+    expected = kafkaspec_types(operations, ww_deps, "kafkaspec")
+    assert found == expected
+    allowed = {sentence["type"] for sentence in document["explanations"] if sentence["allowed"]}
+    assert allowed == expected & set(history["conventions"]["allowed_error_types"])
+    assert history["verdict"] == ("valid" if expected == allowed else "invalid")
