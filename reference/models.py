@@ -69,7 +69,9 @@ Conventions (the ``conventions`` dict a history reader attaches; see `resolve_co
                      Knossos's models read it: a register's (cas, multi-register, kv) nil
                      read tells nothing, as under ``unconstrained``, but its queues and set
                      have no such escape: a dequeue of nil needs a nil pending (so it is
-                     illegal on an empty queue too) and a set read of nil equals no set.
+                     illegal on an empty queue too), a crashed dequeue took a nil if it
+                     took anything (Knossos keeps its invocation's nil), and a set read of
+                     nil equals no set.
     ``failed_cas``   ``"did-not-happen"``: a ``fail`` CAS had no effect and is dropped
                      (Knossos drops every ``:fail``); or ``"no-effect"``: the CAS executed
                      and returned false because the value differed from ``from``, so the
@@ -520,8 +522,8 @@ class FifoQueue:
         if f == "enqueue":
             return ("e", freeze(call.input)), None, outcome
         if f == "dequeue":
-            if outcome == "info":
-                return ("d?",), None, "info"
+            if outcome == "info":  # Knossos: the invocation's nil, if it happened
+                return (("d",) if conventions["nil_read"] == "knossos" else ("d?",)), None, "info"
             if call.output is None and conventions["nil_read"] != "knossos":
                 return (("d?",) if conventions["nil_read"] == "unconstrained" else ("d0",)), None, "ok"
             return ("d",), freeze(call.output), "ok"
