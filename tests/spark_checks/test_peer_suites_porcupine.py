@@ -225,12 +225,12 @@ def run_blocking(tmp_path: Path, keys: list[str], *flags: str) -> subprocess.Com
         "blocking:Blocking",
         *flags,
     ]
-    return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=12, check=False)
+    return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=8, check=False)
 
 
 @pytest.mark.xfail(strict=True, raises=subprocess.TimeoutExpired, reason=STEP_CANNOT_BE_INTERRUPTED)
 def test_an_illegal_part_ends_the_check_while_another_part_blocks(tmp_path: Path) -> None:
-    completed = run_blocking(tmp_path, ["blocked", "illegal"], "--fail-fast", "--max-seconds", "3")
+    completed = run_blocking(tmp_path, ["blocked", "illegal"], "--fail-fast", "--max-seconds", "2")
     assert completed.returncode == 1, completed.stderr  # Porcupine: Illegal
 
 
