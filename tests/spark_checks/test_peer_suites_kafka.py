@@ -695,11 +695,11 @@ def test_a_value_nobody_sent_is_kafkaspecs_named_deviation() -> None:
 KEYS = ("x", "y", "z")
 
 
-def random_history(rng: random.Random, processes: int = 3) -> list[Operation]:
+def random_history(rng: random.Random, processes: int = 3, max_calls: int = 14) -> list[Operation]:
     """Concurrent calls over a small log per key, with a fault now and then: a send given a
     wrong offset or taking effect before it completes, a poll that skips, repeats, reorders
     or reads a value sent only later, a crashed or failed call, a value sent twice."""
-    calls = rng.randint(1, 14)
+    calls = rng.randint(1, max_calls)
     logs: dict[str, list[Any]] = {k: [] for k in KEYS}
     sent: list[tuple[str, Any]] = []
     future: list[tuple[str, Any]] = []  # values a poll read before their send was invoked
