@@ -12,7 +12,9 @@ over `data/*/good|bad`) run in `test_known_histories.py` on the copies in
 A named difference: Knossos's `data/cas-register/good/mongodb-v0-ack-rollback-.edn` holds a
 nemesis's `info` lines and no client operation; Knossos's `examples-test` calls it valid (there
 is nothing to linearize), kafkaspec refuses it as a vacuous check (bad input, exit 2), as
-issue 11 asks for a history of which the model checks no operation.
+issue 11 asks for a history of which the model checks no operation. Another: Knossos refuses
+a history whose `:index` values repeat (`kindex-test`); kafkaspec reads it in file order.
+Knossos's models read nil as a value in its queues and set: `--nil-read knossos` does too.
 """
 
 from __future__ import annotations
@@ -405,3 +407,42 @@ def test_a_crashed_fifo_dequeue_cannot_take_the_head_in_knossos(
     assert (code, json.loads(out)["histories"][0]["verdict"]) == (1, "invalid")
     code, out, _ = run_cli(capsys, "verify", str(path), "--model", "fifo-queue", "--json")
     assert (code, json.loads(out)["histories"][0]["verdict"]) == (0, "valid")
+
+
+# ---------------------------------------------------------------------------------------
+# history_test.clj: histories Knossos refuses
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("operations", "message"),
+    [
+        # complete-test "an unbalanced set of invocations": Knossos throws
+        ([op(0, "invoke", "read"), op(0, "invoke", "read")], "while its 'read' (index 0) has not completed"),
+        # complete-test "an unbalanced completion": Knossos's assertion fails
+        ([op(0, "ok", "read", 2)], "without an open invocation"),
+    ],
+)
+def test_histories_knossos_refuses_are_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], operations: list[dict[str, Any]], message: str
+) -> None:
+    path = write_edn(tmp_path / "h.edn", operations)
+    code, out, err = run_cli(capsys, "verify", str(path), "--model", "register")
+    assert code == 2 and out == "" and message in err
+
+
+def test_indices_that_repeat_are_accepted_where_knossos_refuses_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # kindex-test "history's indices are not unique": Knossos throws. A named difference:
+    # kafkaspec reads operations in file order and keeps the indices as labels (Jepsen's own
+    # kafka_test.clj gives two operations index 1), so the history gets its verdict.
+    operations = [
+        op(0, "invoke", "write", 1, index=5),
+        op(0, "ok", "write", 1, index=7),
+        op(0, "invoke", "read", 2, index=99),
+        op(0, "ok", "read", 2, index=100),
+        op(0, "invoke", "read", 3, index=100),
+    ]
+    code, history = verify(capsys, write_edn(tmp_path / "h.edn", operations), "register")
+    assert (code, history["verdict"]) == (1, "invalid")
