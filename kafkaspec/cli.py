@@ -742,7 +742,6 @@ def verify_command(
     from spark_checks.history import HistoryError, Whereabouts
     from spark_checks.parallel import WorkerPool, available_cores
     from spark_checks.report import ReportPathError, check_report_path
-    from spark_checks.spark_session import spark_session
 
     if ":" in model and (initial, nil_read, failed_cas) != (None, None, None):
         raise UsageProblem(
@@ -800,6 +799,8 @@ def verify_command(
             update = progress_for(path)
             try:
                 if spark is None and choose_engine_for(path, engine) == "spark":
+                    from spark_checks.spark_session import spark_session  # Spark's runs only
+
                     spark = spark_session(
                         master,
                         history_bytes=sum(_size(each) for each in histories),
@@ -885,7 +886,6 @@ def _verify_many(
     from spark_checks.batch import Counts, FileOutcome, history_files, summary_line, verify_files
     from spark_checks.batch import exit_code as batch_exit_code
     from spark_checks.report import text_summary
-    from spark_checks.spark_session import spark_session
 
     started = time.perf_counter()
     paths = history_files(arguments)
@@ -913,6 +913,8 @@ def _verify_many(
     with _progress(showing) as progress_for:
         say = progress_for("verify")
         if spark:  # started here to be seen starting; the engine's spark_session() reuses it
+            from spark_checks.spark_session import spark_session
+
             spark_session(
                 options.master,
                 history_bytes=sum(_size(path) for path in paths),

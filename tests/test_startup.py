@@ -103,6 +103,8 @@ NOT_FOR_ONE_SMALL_HISTORY = (
     "spark_checks.report_html",  # --report only
     "spark_checks.spark_read",
     "spark_checks.kafka_histories",
+    "tempfile",  # --report only (its folder's probe file)
+    "fractions",  # EDN ratios only
 )
 """What `verify` of one small register history may not import."""
 

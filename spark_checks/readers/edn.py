@@ -61,7 +61,6 @@ import json
 import os
 import re
 from collections.abc import Iterable, Iterator
-from fractions import Fraction
 from typing import Any, Final
 
 from spark_checks.history import HistoryError, Operation, Position
@@ -186,6 +185,8 @@ def _ratio(text: str) -> float:
     numerator, denominator = text.split("/")
     if int(denominator) == 0:
         raise ValueError(f"the ratio {shown(text)} has a zero denominator: it is no number")
+    from fractions import Fraction  # ratios are rare: 9 M instructions (decimal) of every start-up
+
     try:
         return float(Fraction(int(numerator), int(denominator)))
     except OverflowError:
