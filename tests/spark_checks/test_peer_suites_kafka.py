@@ -17,6 +17,10 @@ It is held against `spark_checks.kafka_checker.check_kafka` on
 Where Jepsen chooses arbitrarily (one value of a conflicting offset: Clojure's `first` of a
 set), the restatement takes the smallest, as kafkaspec does; where Jepsen throws
 (`:no-writer-of-value`), it raises, and the random histories never read an unsent value.
+The restatement is Jepsen's literal `unseen` fold, merge quirk included: kafkaspec matches it
+with `unseen="jepsen"` (`--jepsen-unseen`); its default differs on three of Jepsen's own
+deftests (g1a-test and lost-write-test's atomic cases, where Jepsen also reports `unseen`),
+a named deviation (`deviations_from_jepsen: unseen-merge`).
 """
 
 from __future__ import annotations
@@ -638,6 +642,258 @@ PARITY_HISTORIES: dict[str, tuple[Callable[[], parity.History], bool]] = {
     "g1c ww wr without ww-deps": (parity.g1c_ww_wr_history, False),
     "unseen merge": (parity.unseen_merge_history, False),
 }
+
+
+def history_of(*ops: tuple[int, int, str, str, Any]) -> parity.History:
+    h = parity.History()
+    for op in ops:
+        h.o(*op)
+    return h
+
+
+def sends(key: str, values: Iterable[Any], offsets: Iterable[int] | None = None) -> list[list[Any]]:
+    if offsets is None:
+        return [["send", key, v] for v in values]
+    return [["send", key, [o, v]] for o, v in zip(offsets, values, strict=True)]
+
+
+def duplicate_hash_insensitive() -> parity.History:
+    h = parity.History()
+    for value in range(10):
+        h.o(4 * value, 0, "invoke", "send", [["send", "x", value]])
+        h.o(4 * value + 1, 0, "ok", "send", [["send", "x", [0, value]]])
+        h.o(4 * value + 2, 1, "invoke", "poll", [["poll"]])
+        h.o(4 * value + 3, 1, "ok", "poll", [["poll", {"x": [[1, value]]}]])
+    return h
+
+
+POLL = [["poll"]]
+
+# The other deftests of kafka_test.clj, rebuilt as test_jepsen_parity.py builds them inline,
+# with the keys of Jepsen's :errors: (history, ww_deps, types). test_jepsen_parity asserts
+# kafkaspec's default sets, which leave out the `unseen` of Jepsen's merge quirk (g1a-test).
+INLINE_CASES: dict[str, tuple[Callable[[], parity.History], bool, set[str]]] = {
+    "g1a-test": (
+        lambda: history_of(
+            (0, 0, "invoke", "send", [["send", "x", 2], ["send", "y", 3]]),
+            (1, 0, "fail", "send", [["send", "x", 2], ["send", "y", 3]]),
+            (2, 1, "invoke", "poll", POLL),
+            (3, 1, "ok", "poll", [["poll", {"x": [[0, 2]]}]]),
+        ),
+        False,
+        {"G1a", "unseen"},  # x, first polled by the last ok call: Jepsen's unseen merge
+    ),
+    "lost-write-test consistent": (
+        lambda: history_of(
+            (0, 0, "invoke", "send", sends("x", "a")),
+            (1, 0, "ok", "send", sends("x", "a", [0])),
+            (2, 0, "invoke", "send", sends("x", "bd")),
+            (3, 0, "ok", "send", sends("x", "bd", [1, 3])),
+            (4, 1, "invoke", "send", sends("x", "c")),
+            (5, 1, "info", "send", sends("x", "c")),
+            (6, 0, "invoke", "poll", POLL),
+            (7, 0, "ok", "poll", [["poll", {"x": [[2, "c"]]}]]),
+        ),
+        False,
+        {"lost-write", "int-send-skip", "unseen"},
+    ),
+    "lost-write-test inconsistent": (
+        lambda: history_of(
+            (0, 0, "invoke", "send", sends("x", "a")),
+            (1, 0, "ok", "send", sends("x", "a", [0])),
+            (2, 0, "invoke", "send", sends("x", "bc")),
+            (3, 0, "ok", "send", sends("x", "bc", [0, 2])),
+            (4, 0, "invoke", "poll", POLL),
+            (5, 0, "ok", "poll", [["poll", {"x": [[0, "b"], [2, "c"]]}]]),
+        ),
+        False,
+        {"lost-write", "inconsistent-offsets", "unseen"},
+    ),
+    "int-poll-skip-test": (
+        lambda: history_of(
+            (0, 1, "invoke", "send", sends("x", "abd")),
+            (1, 1, "info", "send", sends("x", "abd")),
+            (2, 0, "invoke", "poll", POLL),
+            (3, 0, "ok", "poll", [["poll", {"x": [[1, "a"], [4, "d"]]}]]),
+            (4, 0, "invoke", "poll", [["poll"], ["poll"]]),
+            (5, 0, "ok", "poll", [["poll", {"x": [[1, "a"]]}], ["poll", {"x": [[4, "d"]]}]]),
+            (6, 0, "invoke", "poll", POLL),
+            (7, 0, "ok", "poll", [["poll", {"x": [[2, "b"]]}]]),
+        ),
+        False,
+        {"int-poll-skip", "nonmonotonic-poll"},
+    ),
+    "int-send-skip-test": (
+        lambda: history_of(
+            (0, 0, "invoke", "send", sends("x", "ac")),
+            (1, 0, "ok", "send", [["send", "x", [1, "a"]], ["send", "x", "c"]]),
+            (2, 1, "invoke", "send", sends("x", "b")),
+            (3, 1, "info", "send", sends("x", "b")),
+            (4, 2, "invoke", "poll", POLL),
+            (5, 2, "ok", "poll", [["poll", {"x": [[2, "b"], [3, "c"]]}]]),
+        ),
+        False,
+        {"int-send-skip", "lost-write", "unseen"},
+    ),
+    "int-nonmonotonic-poll-test": (
+        lambda: history_of(
+            (0, 0, "invoke", "send", sends("x", "abc")),
+            (1, 0, "info", "send", sends("x", "abc")),
+            (2, 0, "invoke", "poll", POLL),
+            (3, 0, "ok", "poll", [["poll", {"x": [[3, "c"], [1, "a"]]}]]),
+            (4, 0, "invoke", "poll", POLL),
+            (5, 0, "ok", "poll", [["poll", {"x": [[2, "b"], [3, "c"]]}], ["poll", {"x": [[3, "c"]]}]]),
+        ),
+        False,
+        {"int-nonmonotonic-poll"},
+    ),
+    "int-nonmonotonic-send-test": (
+        lambda: history_of(
+            (0, 0, "invoke", "send", [["send", "x", 3], ["send", "x", 1]]),
+            (1, 0, "ok", "send", [["send", "x", [3, "c"]], ["send", "x", [1, "a"]]]),
+            (2, 0, "invoke", "send", sends("y", "db")),
+            (3, 0, "info", "send", sends("y", "db")),
+            (4, 1, "invoke", "send", sends("y", "c")),
+            (5, 1, "info", "send", sends("y", "c")),
+            (6, 0, "invoke", "poll", POLL),
+            (7, 0, "ok", "poll", [["poll", {"y": [[2, "b"], [3, "c"], [4, "d"]]}]]),
+        ),
+        False,
+        {"int-nonmonotonic-send", "unseen"},
+    ),
+    "duplicate-test basic": (
+        lambda: history_of(
+            (0, 0, "invoke", "send", sends("x", "a")),
+            (1, 0, "ok", "send", sends("x", "a", [1])),
+            (2, 1, "invoke", "send", sends("x", "b")),
+            (3, 1, "info", "send", sends("x", "b")),
+            (4, 2, "invoke", "poll", POLL),
+            (5, 2, "ok", "poll", [["poll", {"x": [[2, "b"], [3, "a"]]}]]),
+        ),
+        False,
+        {"duplicate"},
+    ),
+    "duplicate-test hash-insensitive": (
+        duplicate_hash_insensitive,
+        False,
+        {"duplicate", "inconsistent-offsets"},
+    ),
+    "duplicate-test aborted txns": (
+        lambda: history_of(
+            (0, 0, "invoke", "send", [["send", "x", 0]]),
+            (1, 0, "ok", "send", [["send", "x", [1, 0]]]),
+            (2, 0, "invoke", "send", [["send", "x", 1]]),
+            (3, 0, "fail", "send", [["send", "x", [2, 1]]]),
+            (4, 1, "invoke", "poll", POLL),
+            (5, 1, "fail", "poll", [["poll", {"x": [[11, 0], [12, 1]]}]]),
+        ),
+        False,
+        {"duplicate", "unseen"},
+    ),
+    "empty-history-test": (
+        lambda: history_of((0, 0, "invoke", "assign", ["x"]), (1, 0, "ok", "assign", ["x"])),
+        False,
+        {"empty-transaction-graph"},
+    ),
+    "unseen-test": (
+        lambda: history_of(
+            (0, 0, "invoke", "poll", POLL),
+            (1, 0, "ok", "poll", [["poll", {}]]),
+            (2, 0, "invoke", "send", sends("x", "ab")),
+            (3, 0, "ok", "send", sends("x", "ab", [0, 1])),
+            (4, 0, "invoke", "poll", POLL),
+            (5, 0, "ok", "poll", [["poll", {"x": [[0, "a"]]}]]),
+            (6, 0, "invoke", "poll", POLL),
+            (7, 0, "ok", "poll", [["poll", {"x": [[1, "b"]]}]]),
+        ),
+        False,
+        set(),
+    ),
+    "precommitted-read-test": (
+        lambda: history_of(
+            (0, 0, "invoke", "txn", [["send", "x", "a"], ["poll"]]),
+            (1, 0, "ok", "txn", [["send", "x", [0, "a"]], ["poll", {"x": [[0, "a"]]}]]),
+        ),
+        False,
+        {"precommitted-read", "empty-transaction-graph"},
+    ),
+    "issue 11: a read of a send invoked later": (
+        lambda: history_of(
+            (0, 1, "invoke", "poll", POLL),
+            (1, 1, "ok", "poll", [["poll", {"x": [[0, 1]]}]]),
+            (2, 0, "invoke", "send", [["send", "x", 1]]),
+            (3, 0, "ok", "send", [["send", "x", [0, 1]]]),
+        ),
+        False,
+        {"G1c-realtime", "strong-PL-2-cycle-exists"},
+    ),
+    "G0-realtime with ww-deps": (
+        lambda: history_of(
+            (0, 0, "invoke", "send", sends("x", "a")),
+            (1, 0, "ok", "send", sends("x", "a", [1])),
+            (2, 1, "invoke", "send", sends("x", "b")),
+            (3, 1, "ok", "send", sends("x", "b", [0])),
+            (4, 2, "invoke", "poll", POLL),
+            (5, 2, "ok", "poll", [["poll", {"x": [[0, "b"], [1, "a"]]}]]),
+        ),
+        True,
+        {"G0-realtime", "strong-PL-1-cycle-exists"},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INLINE_CASES))
+def test_the_restatement_agrees_on_the_inline_deftests(name: str) -> None:
+    build, ww_deps, expected = INLINE_CASES[name]
+    operations = build().operations
+    assert jepsen_error_types(as_ops(operations), ww_deps) == expected
+    assert kafkaspec_types(operations, ww_deps, "jepsen") == expected
+
+
+UNSEEN_MERGE_DEFTESTS: dict[str, Callable[[], parity.History]] = {
+    "g1a-test": INLINE_CASES["g1a-test"][0],
+    "lost-write-test atomic": lambda: parity.atomic_history(True),
+    "lost-write-test atomic, commit unproven": lambda: parity.atomic_history(False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNSEEN_MERGE_DEFTESTS))
+def test_where_jepsens_own_deftests_meet_the_unseen_merge(name: str) -> None:
+    # Three of kafka_test.clj's histories end with an ok poll of a key no earlier ok call sent
+    # to or polled: Jepsen's analysis counts it `unseen` (the unseen-merge quirk), so Jepsen's
+    # checker calls "commit unproven" invalid. kafkaspec's default leaves that out and names
+    # the deviation; --jepsen-unseen gives Jepsen's set.
+    operations = UNSEEN_MERGE_DEFTESTS[name]().operations
+    jepsen = jepsen_error_types(as_ops(operations))
+    assert "unseen" in jepsen and kafkaspec_types(operations, unseen_mode="jepsen") == jepsen
+    result = check_kafka(list(pair_calls(operations)))
+    assert set(result.evidence["anomaly_counts"]) == jepsen - {"unseen"}
+    deviations = result.evidence["deviations_from_jepsen"]
+    assert isinstance(deviations, list) and [d["name"] for d in deviations] == ["unseen-merge"]
+
+
+UNSEEN_MERGE_NOT_REPORTED = (
+    "the deviation is in the whole-history part's evidence only (deviations_from_jepsen): "
+    "spark_checks/report.py prints and writes the failing parts' evidence, so a history whose "
+    "only difference from Jepsen is the unseen merge (valid here, invalid in Jepsen) says "
+    "nothing of it. Fix: text_summary prints each result's deviations_from_jepsen ('deviation "
+    "from Jepsen: unseen-merge (keys y): ...'), report_json adds them to each history"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=UNSEEN_MERGE_NOT_REPORTED)
+def test_the_report_names_the_unseen_merge_deviation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "atomic.jsonl"
+    parity.write_jsonl(path, parity.atomic_history(False))
+    code, out, _ = run_cli(capsys, "verify", str(path))
+    assert code == 0 and "unseen-merge" in out
+    code, out, _ = run_cli(capsys, "verify", str(path), "--json")
+    assert code == 0 and "unseen-merge" in json.dumps(json.loads(out)["histories"])
+
+
+PARITY_HISTORIES.update({name: (build, ww_deps) for name, (build, ww_deps, _) in INLINE_CASES.items()})
 
 
 @pytest.mark.parametrize("name", sorted(PARITY_HISTORIES))
