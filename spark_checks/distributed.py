@@ -224,15 +224,11 @@ def kafka_fields(
     return [process, f, None, analysed, ok, None, outcome, invoked, completed, key, *times]
 
 
-def _kafka_call_fields(call: Call) -> list[Any]:
-    """`kafka_fields` of a whole call (the whole-history part, assign/subscribe calls)."""
-    analysed = kafka_checker.analysed_value(call)
-    times = call.invoke_time, call.complete_time
-    return kafka_fields(call.process, call.f, analysed, call.outcome.value, *_indices(call), call.key, times)
-
-
-def _indices(call: Call) -> tuple[int, int | None]:
-    return call.invoke_index, call.complete_index
+def _kafka_call_fields(call: Call, key: Any, times: bool) -> list[Any]:
+    """`kafka_fields` of a call or piece; its times for the whole-history part only."""
+    analysed, indices = kafka_checker.analysed_value(call), (call.invoke_index, call.complete_index)
+    when = (call.invoke_time, call.complete_time) if times else (None, None)
+    return kafka_fields(call.process, call.f, analysed, call.outcome.value, *indices, key, when)
 
 
 SEVERAL: Final = 1
@@ -428,20 +424,11 @@ def _refuse_continuation(text: str, source: str, line: int) -> None:
 
 
 def _call(invocation: Op, completion: Op) -> Call:
-    kind = completion[2]
+    kind, value = completion[2], completion[4]
     return new_call(
-        invocation[1],
-        invocation[3],
-        invocation[4],
-        completion[4] if kind is _OK_TYPE else None,
-        _OUTCOMES[kind],
-        invocation[0],
-        completion[0],
-        invocation[5],
-        invocation[6],
-        completion[6],
-        completion[4],
-    )
+        invocation[1], invocation[3], invocation[4], value if kind is _OK_TYPE else None, _OUTCOMES[kind],
+        invocation[0], completion[0], invocation[5], invocation[6], completion[6], value,
+    )  # fmt: skip
 
 
 def _open_call(invocation: Op) -> Call:
@@ -486,18 +473,17 @@ class _Sink:
                 self.add(part, call_fields(piece))
             return
         if call.f in kafka_checker.SUBSCRIPTION_FUNCTIONS:
-            self.add(SUBSCRIPTIONS_PART, _kafka_call_fields(call))
+            self.add(SUBSCRIPTIONS_PART, _kafka_call_fields(call, call.key, times=True))
             return
         split = kafka_checker.split_call(call)
         several = len(split) > 1 and call.outcome is Outcome.INFO and _sends_to_several_keys(call)
         for key, piece in split:
-            analysed = kafka_checker.analysed_value(piece)
-            fields = kafka_fields(call.process, call.f, analysed, call.outcome.value, *_indices(call), key)
+            fields = _kafka_call_fields(piece, key, times=False)
             if several:
                 fields.append(SEVERAL)
             self.add_piece(key, fields)
         if call.f in kafka_checker.DATA_FUNCTIONS:
-            self.add(CYCLES_PART, _kafka_call_fields(call))
+            self.add(CYCLES_PART, _kafka_call_fields(call, call.key, times=True))
 
     def add_piece(self, key: Any, fields: list[Any]) -> None:
         part = self.parts.get(key)
@@ -586,11 +572,9 @@ def _error_row(error: Exception, split: int, line: int = 0) -> Row:
 def border_rows(plan: Plan, rows: Iterable[tuple[str, int, int, bytes]], source: str) -> Iterator[Row]:
     """Pair the BORDER rows (process, split, line, payload), sorted (by process, then position
     and role: the payload starts with it), by `history.pair_calls`' rules: an invocation open
-    at a split's end is ended by its process's next FIRST operation, if a completion (an
-    invocation is an error); a FIRST completion with nothing open is an error unless it is an
-    `info` (a nemesis's line); an invocation still open at the end is an `info` call without
-    completion. Its calls leave as stage 1's (CALLS rows, a FACTS row with no operations);
-    bad input is an ERROR row."""
+    at a split's end is ended by its process's next FIRST operation if a completion, and is
+    an `info` call if none comes (a FIRST invocation meanwhile, or completion with nothing
+    open unless an `info`, is an error). Rows leave as stage 1's, bad input as an ERROR row."""
     sink = _Sink(plan)
     for _process, group in itertools.groupby(rows, key=lambda row: row[0]):
         opened: Op | None = None

@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from spark_checks import distributed
 from spark_checks.checking import Plan
@@ -164,14 +165,13 @@ def _by_split(
 
     def runs() -> Iterator[tuple[int, list[Any]]]:
         for batch in batches:
-            blocks = cast("list[int]", batch.column("block").to_pylist())
             values = [batch.column(column).to_pylist() for column in columns]
             items: list[Any] = values[0] if len(values) == 1 else list(zip(*values, strict=True))
+            blocks = pc.run_end_encode(batch.column("block"))  # type: ignore[attr-defined]  # (not in the stubs)
             start = 0
-            for end in range(1, len(blocks) + 1):
-                if end == len(blocks) or blocks[end] != blocks[start]:
-                    yield blocks[start], items[start:end]
-                    start = end
+            for block, end in zip(blocks.values.to_pylist(), blocks.run_ends.to_pylist(), strict=True):
+                yield block, items[start:end]
+                start = end
 
     for block, group in itertools.groupby(runs(), key=lambda run: run[0]):
         yield block, (chunk for _, chunk in group)
@@ -381,11 +381,10 @@ def border_frame(stage1: DataFrame, plan: Plan, source: str, partitions: int) ->
 
 
 def check_frame(calls: DataFrame, plan: Plan, committed: frozenset[int] | None, buckets: int) -> DataFrame:
-    """Stage 2 (`distributed.check_rows`): the CALLS rows grouped into `buckets` groups of
-    parts (by the hash of the part), each group checked by one call of the task, which also
-    gets its own copy of the assign/subscribe calls (`SUBSCRIPTIONS_PART`: every Kafka key's
-    check needs them, and they grow with the history, so they never pass through the driver).
-    One answer per part."""
+    """Stage 2 (`distributed.check_rows`): the CALLS rows in `buckets` groups of parts (by the
+    part's hash), each group checked by one call of the task with its own copy of the
+    assign/subscribe calls (every Kafka key's check needs them; as they grow with the history,
+    they never pass through the driver). One answer per part."""
     from pyspark.sql import functions as sql
 
     every = sql.col("part") == distributed.SUBSCRIPTIONS_PART
