@@ -11,8 +11,9 @@ format, in one SparkSession:
 
 * `spark verify`: `verify_history(..., VerifyOptions(engine="spark"))`, the whole Spark engine
   (reading, pairing, splitting, checking, gathering), wall seconds and the CPU seconds of every
-  process of the job (this driver, the JVM, Spark's Python workers; `tree_cpu_seconds`), which
-  other jobs on a shared machine hardly inflate, unlike the wall-clock time;
+  process of the job (this driver, the JVM, Spark's Python workers; `tree_cpu_seconds`, printed
+  per kind of process too: `cpu_by_kind`), which other jobs on a shared machine inflate much
+  less than the wall-clock time;
 * memory, as peak resident set sizes (Linux `VmHWM`, reset before each verification through
   `/proc/PID/clear_refs`, so nothing is sampled or missed): the driver, i.e. this Python process
   that runs `verify_history` (what must stay flat as the history grows: it must never hold the
@@ -89,13 +90,23 @@ DEFAULT_KEYS = {"bench": 1000, "jepsen": 64}
 def tree_cpu_seconds() -> float:
     """CPU seconds used so far by this process and its descendants (the JVM, Spark's Python
     workers; those already ended and reaped count through their parents)."""
-    tree = descendants(os.getpid()) | {os.getpid()}
-    total = 0
-    for pid in tree:
+    return sum(cpu_by_kind().values())
+
+
+def cpu_by_kind() -> dict[str, float]:
+    """`tree_cpu_seconds` split by kind of process: `driver` (this one), `jvm` (Spark's driver
+    and, in local mode, its executors), `python` (Spark's Python workers and anything else
+    below); what ended and was reaped counts in `reaped`."""
+    tick = os.sysconf("SC_CLK_TCK")
+    jvm = jvm_pid()
+    kinds = {"driver": 0.0, "jvm": 0.0, "python": 0.0, "reaped": 0.0}
+    for pid in descendants(os.getpid()) | {os.getpid()}:
         fields = _stat_fields(pid)
         if fields is not None:
-            total += sum(int(value) for value in fields[11:15])  # utime stime cutime cstime
-    return total / os.sysconf("SC_CLK_TCK")
+            kind = "driver" if pid == os.getpid() else "jvm" if pid == jvm else "python"
+            kinds[kind] += (int(fields[11]) + int(fields[12])) / tick  # utime stime
+            kinds["reaped"] += (int(fields[13]) + int(fields[14])) / tick  # cutime cstime
+    return kinds
 
 
 def _stat_fields(pid: int) -> list[str] | None:
@@ -165,6 +176,7 @@ class Measured:
     jvm_peak: int  # bytes, the JVM (0: none, e.g. the local engine)
     verdict: str
     operations: int
+    cpu_kinds: dict[str, float]  # CPU seconds by kind of process (`cpu_by_kind`)
 
 
 def measure(action: Callable[[], Any]) -> Measured:
@@ -173,13 +185,21 @@ def measure(action: Callable[[], Any]) -> Measured:
     reset_peak(os.getpid())
     if jvm is not None:
         reset_peak(jvm)
-    cpu_before = tree_cpu_seconds()
+    cpu_before = cpu_by_kind()
     started = time.perf_counter()
     report = action()
     wall = time.perf_counter() - started
-    cpu = tree_cpu_seconds() - cpu_before
+    kinds = {kind: seconds - cpu_before.get(kind, 0.0) for kind, seconds in cpu_by_kind().items()}
     jvm_peak = peak_bytes(jvm) if jvm is not None else 0
-    return Measured(wall, cpu, peak_bytes(os.getpid()), jvm_peak, report.verdict.value, report.operations)
+    return Measured(
+        wall,
+        sum(kinds.values()),
+        peak_bytes(os.getpid()),
+        jvm_peak,
+        report.verdict.value,
+        report.operations,
+        kinds,
+    )
 
 
 def fastest(runs: int, action: Callable[[], T]) -> tuple[float, T]:
@@ -334,8 +354,9 @@ def main() -> None:
             else None
         )
         rows.append((shape, fmt, size, path, measured, floor))
+        split = ", ".join(f"{kind} {seconds:.1f}" for kind, seconds in measured.cpu_kinds.items())
         print(
-            f"  {shape} {fmt} {size:,}: {measured.wall:.1f} s, {measured.cpu:.1f} CPU-s ({load()})",
+            f"  {shape} {fmt} {size:,}: {measured.wall:.1f} s, {measured.cpu:.1f} CPU-s ({split}; {load()})",
             flush=True,
         )
 
