@@ -527,12 +527,11 @@ def verify_spark(
     range_bytes: int = RANGE_BYTES,
     needs_ordinals: bool = False,
 ) -> Checked:
-    """Read, pair, split and check on Spark (`spark_read`'s frames over `distributed`'s
-    stages): stage 1 per split of the file and border pairing, persisted, their counts and
-    errors collected; then stage 2 by buckets of parts (a task per `TARGET_BYTES` of history,
-    at least one per core). Only counts, errors and answers reach the driver. The file is read
-    again with each split's first line and ordinal when an operation has no index, or whole
-    by one task when EDN op maps span lines."""
+    """`distributed`'s stages on Spark (`spark_read`'s frames): stage 1 and border pairing,
+    persisted, their counts and errors collected (read again with each split's first line
+    and ordinal when an operation has no index, or whole by one task when EDN op maps span
+    lines); then stage 2, a bucket of parts per `TARGET_BYTES` of history (at least one per
+    core). Only counts, errors and answers reach the driver."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as sql
 
