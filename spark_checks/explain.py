@@ -597,3 +597,21 @@ def indices_to_look_up(results: Iterable[CheckResult]) -> set[int]:
             if isinstance(blocking, int):
                 wanted.add(blocking)
     return wanted
+
+
+def deviations_from_jepsen(results: Iterable[CheckResult]) -> list[dict[str, Any]]:
+    """Where a Kafka history's verdict or types differ by design from what Jepsen's checker
+    would say (the whole-history part's `deviations_from_jepsen`, e.g. the unseen merge). The
+    reports show them on a valid history too: that is where such a difference hides."""
+    return [
+        deviation
+        for result in results
+        for deviation in result.evidence.get("deviations_from_jepsen") or []
+        if isinstance(deviation, dict)
+    ]
+
+
+def deviation_sentence(deviation: Mapping[str, Any]) -> str:
+    """One deviation from Jepsen in words: its name, the keys, what Jepsen does instead."""
+    keys = ", ".join(show(key) for key in deviation.get("keys") or [])
+    return f"deviation from Jepsen: {deviation.get('name')} (keys {keys}): Jepsen {deviation.get('jepsen')}"

@@ -27,6 +27,8 @@ from spark_checks.explain import (
     Explanation,
     Lookup,
     call_spans,
+    deviation_sentence,
+    deviations_from_jepsen,
     explain_result,
     explain_results,
     indices_to_look_up,
@@ -163,6 +165,7 @@ def report_json(
                 "parts": len(report.results),
                 "seconds": round(report.seconds, 3),
                 "conventions": report.conventions,
+                "deviations_from_jepsen": deviations_from_jepsen(report.results),
                 "failing": [_result_json(result) for result in report.failing()],
             }
             for report in reports
@@ -232,6 +235,7 @@ def text_summary(
         worst = _worst_lag(report)
         if worst is not None:
             lines.append(f"  worst realtime lag: {json.dumps(worst)}")
+        lines.extend(f"  {deviation_sentence(d)}" for d in deviations_from_jepsen(report.results))
     return lines
 
 

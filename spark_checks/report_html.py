@@ -46,7 +46,15 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from spark_checks.engine import HistoryReport
-from spark_checks.explain import CallSpan, Explanation, explain_result, indices_to_look_up, show
+from spark_checks.explain import (
+    CallSpan,
+    Explanation,
+    deviation_sentence,
+    deviations_from_jepsen,
+    explain_result,
+    indices_to_look_up,
+    show,
+)
 from spark_checks.history import Call, CheckResult, JsonValue, Operation, OpType, Outcome, Verdict, new_call
 
 WINDOW_RADIUS: Final = 24
@@ -1229,6 +1237,10 @@ def _valid_html(report: HistoryReport, view: HistoryView, number: int) -> str:
     )
 
 
+def _sentence_case(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def _history_section(
     number: int, report: HistoryReport, operations: Sequence[Operation]
 ) -> tuple[str, list[str]]:
@@ -1286,6 +1298,10 @@ def _history_section(
         f"<section class='history' id='h{number}'><h2>{_a(report.path)}: {_verdict(report.verdict)}</h2>"
         f"{window_note}"
         + (f"<p>Allowed anomaly types found: {_a(', '.join(allowed))}</p>" if allowed else "")
+        + "".join(
+            f"<p class='note'>{_a(_sentence_case(deviation_sentence(d)))}</p>"
+            for d in deviations_from_jepsen(report.results)
+        )
         + (lag_html(report, view) if report.model == "kafka" else "")
         + ("".join(sections) if sections else _valid_html(report, view, number))
         + (
