@@ -1059,7 +1059,8 @@ _SCRIPT: Final = """
 
 _CONVENTION_MEANINGS: Final = {
     "initial": "the register's value before the first operation",
-    "nil_read": "what a read of nil means: unconstrained (Knossos) or the nil value was observed (etcd logs)",
+    "nil_read": "what a read of nil means: unconstrained, the nil value was observed (absent: etcd logs), "
+    "or Knossos's reading per model (knossos)",
     "failed_cas": "a failed CAS did not happen (Knossos) or ran and saw another value (etcd)",
     "failed_read": "a failed read did not happen, or its result is unknown",
     "sub_via": "how consumers took their partitions (Jepsen's :sub-via)",

@@ -19,7 +19,9 @@ from spark_checks.history import HistoryError, JsonValue, Operation, OpType, Pos
 #   nil_read     "absent":        an ok read whose value is nil observed the nil value
 #                                 (the register's initial/absent value, or a nil written to it);
 #                "unconstrained": an ok read whose value is nil tells nothing (Knossos: the
-#                                 value was not recorded), so it is legal in every state.
+#                                 value was not recorded), so it is legal in every state;
+#                "knossos":       Knossos's reading per model (a register's nil read tells
+#                                 nothing; a queue's nil dequeue or a set's nil read took nil).
 #   failed_cas   "did-not-happen": a `fail` cas had no effect and nothing is learned from it;
 #                "no-effect":      a `fail` cas executed and returned false: it had no effect
 #                                  and the current value differed from its `from` at that point.
@@ -51,7 +53,7 @@ PORCUPINE_KV_CONVENTIONS: Final[Mapping[str, JsonValue]] = {
     "failed_read": "did-not-happen",
 }
 CONVENTION_CHOICES: Final[Mapping[str, tuple[str, ...]]] = {
-    "nil_read": ("absent", "unconstrained"),
+    "nil_read": ("absent", "unconstrained", "knossos"),
     "failed_cas": ("did-not-happen", "no-effect"),
     "failed_read": ("did-not-happen", "unknown"),
 }

@@ -409,6 +409,37 @@ def test_a_crashed_fifo_dequeue_cannot_take_the_head_in_knossos(
     assert (code, json.loads(out)["histories"][0]["verdict"]) == (0, "valid")
 
 
+def test_knossos_nil_reading_travels_in_parquet_conventions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A Parquet history carries its conventions: `nil_read = knossos` is one of them, read
+    # back and applied as the flag is (the crashed dequeue above, invalid in Knossos).
+    from spark_checks.readers import open_history, write_parquet
+
+    operations = [
+        *ENQUEUE_1,
+        op(0, "invoke", "enqueue", 2),
+        op(0, "ok", "enqueue", 2),
+        op(1, "invoke", "dequeue"),
+        op(1, "info", "dequeue"),
+        op(2, "invoke", "dequeue"),
+        op(2, "ok", "dequeue", 2),
+    ]
+    _, read = open_history(write_edn(tmp_path / "h.edn", operations), "edn")
+    conventions = {
+        "initial": None,
+        "nil_read": "knossos",
+        "failed_cas": "did-not-happen",
+        "failed_read": "did-not-happen",
+    }
+    path = tmp_path / "h.parquet"
+    write_parquet(path, read, conventions=conventions)
+    code, out, err = run_cli(capsys, "verify", str(path), "--model", "fifo-queue", "--json")
+    assert code == 1, err
+    (history,) = json.loads(out)["histories"]
+    assert history["verdict"] == "invalid" and history["conventions"]["nil_read"] == "knossos"
+
+
 # ---------------------------------------------------------------------------------------
 # history_test.clj: histories Knossos refuses
 # ---------------------------------------------------------------------------------------
