@@ -389,9 +389,9 @@ def check_frame(calls: DataFrame, plan: Plan, committed: frozenset[int] | None, 
 
     every = sql.col("part") == distributed.SUBSCRIPTIONS_PART
     bucket = sql.pmod(sql.hash("part"), sql.lit(buckets)).alias("bucket")
-    copies = calls.sparkSession.range(buckets).select(sql.col("id").cast("int").alias("bucket"))
+    copies = sql.explode(sql.sequence(sql.lit(0), sql.lit(buckets - 1))).alias("bucket")  # one per bucket
     rows = calls.where(~every).select(bucket, "part", "payload")
-    rows = rows.unionByName(calls.where(every).crossJoin(copies).select("bucket", "part", "payload"))
+    rows = rows.unionByName(calls.where(every).select(copies, "part", "payload"))
 
     def task(table: pa.Table) -> pa.Table:
         def answers() -> Iterator[distributed.Answer]:
