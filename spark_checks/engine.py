@@ -12,9 +12,10 @@ neither the engine, the format nor `--report` changes which code checks a histor
   timeline) through its reader's operations.
 * `spark` (`verify_spark`): the history is read by Spark's data sources (`spark_read`), so
   any URI Spark reads works and the driver never opens it; stage 1 runs per split Spark
-  makes, border pairing after a shuffle of the border rows by process, the few whole-history
-  facts (the assign/subscribe calls) are gathered and broadcast, and stage 2 runs per group
-  of parts after a shuffle by part. Only results reach the driver.
+  makes, border pairing after a shuffle of the border rows by process, the counts and errors
+  are collected, and stage 2 runs per bucket of parts after a shuffle by bucket, each bucket
+  with its own copy of the assign/subscribe calls. Only counts, errors and answers reach the
+  driver, nothing per operation.
 * `auto`: `spark` for files over `AUTO_SPARK_BYTES` (and URIs only Spark reads), else `local`.
 
 Bad input is named as the local reader names it (file and line, or Parquet row): a line's
