@@ -71,7 +71,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from spec._frozen import cache_hash, fast_init, replace
+from spec._frozen import cache_hash, fast_init, memoized, replace
 from spec.controller import zk_states as sm
 from spec.controller.zk_requests import (
     ALL_RULES,
@@ -523,7 +523,7 @@ def _notify(brokers: list[Broker], notifications: Notifications) -> None:
     for broker, event in notifications:
         target = brokers[broker]
         if target.alive:
-            brokers[broker] = replace(target, events=target.events | {event})
+            brokers[broker] = _with_event(target, event)
 
 
 def _restarted(broker: Broker) -> Broker:
@@ -1136,7 +1136,7 @@ def controller_process_event(
     broker = state.brokers[action.broker]
     if not broker.alive or action.event not in broker.events:
         return None
-    broker = replace(broker, events=broker.events - {action.event})
+    broker = _without_event(broker, action.event)
     consumed = ZkState(state.zk, _set(state.brokers, action.broker, broker), state.channels, state.history)
     kind = action.event.kind
     if kind is Event.REELECT:
@@ -1172,6 +1172,19 @@ def controller_process_event(
     except _SessionExpiredError:
         return replace(consumed, channels=work.sent)
     return work.frozen(consumed)
+
+
+@memoized
+def _with_event(broker: Broker, event: PendingEvent) -> Broker:
+    """The broker with `event` queued; memoized like `_broker_accepting`."""
+    return replace(broker, events=broker.events | {event})
+
+
+@memoized
+def _without_event(broker: Broker, event: PendingEvent) -> Broker:
+    """The broker once it has taken `event` from its queue; memoized like `_broker_accepting`
+    (callgrind, with `_with_event`: 3.6% fewer instructions on zk-zombie-controller-unfenced)."""
+    return replace(broker, events=broker.events - {event})
 
 
 def _resign(state: ZkState, broker_id: int) -> ZkState:
@@ -1268,8 +1281,8 @@ def admin_preferred_election(
 def _handle_request(config: ZkConfig, state: ZkState, broker_id: int, request: Request) -> ZkState:
     """A broker handles a control request (`KafkaApis.handleLeaderAndIsrRequest`,
     `handleStopReplicaRequest`, `handleUpdateMetadataRequest`)."""
-    broker = state.brokers[broker_id]
     history = state.history
+    broker = state.brokers[broker_id]
     verdict = broker_verdict(config.rules, request, broker.session, broker.controller_epoch)
     if verdict is not Verdict.ACCEPT:
         if not history.stale_requests_refused:
@@ -1280,6 +1293,17 @@ def _handle_request(config: ZkConfig, state: ZkState, broker_id: int, request: R
         history = replace(history, obeyed_older_controller=True)
     elif request.controller_epoch > obeyed:
         history = replace(history, obeyed=_set(history.obeyed, broker_id, request.controller_epoch))
+    broker = _broker_accepting(broker, broker_id, request)
+    return ZkState(state.zk, _set(state.brokers, broker_id, broker), state.channels, history)
+
+
+@memoized
+def _broker_accepting(broker: Broker, broker_id: int, request: Request) -> Broker:
+    """The broker once it has accepted `request`. Memoized: the same broker state receives the
+    same request in many interleavings, and handing back the same object lets the checker
+    compare the states that hold it by identity (callgrind, zk-zombie-controller-unfenced: 3.2%
+    fewer instructions; with `_with_event` and `_without_event`, 6.7%, and 8.7% on
+    zk-zombie-controller-zk-unfenced)."""
     broker = replace(broker, controller_epoch=request.controller_epoch)
     if request.kind is RequestKind.LEADER_AND_ISR:
         if partition_verdict(request, broker_id, broker.leader_epoch) is PartitionVerdict.APPLIED:
@@ -1310,7 +1334,7 @@ def _handle_request(config: ZkConfig, state: ZkState, broker_id: int, request: R
             # `ReplicaManager.stopReplica` removes the partition with its log, so the leader
             # epoch it held is forgotten too: the next LeaderAndIsr starts from none (-1)
             broker = replace(broker, log=(), high_watermark=0, leader_epoch=-1)
-    return ZkState(state.zk, _set(state.brokers, broker_id, broker), state.channels, history)
+    return broker
 
 
 def deliver_request(config: ZkConfig, state: ZkState, action: DeliverRequest) -> ZkState | None:
