@@ -28,6 +28,13 @@ the distinct states per second of
 Every run starts with every `functools.lru_cache` in the process emptied (the spec memoizes
 pure helpers), so no run profits from another's warm caches.
 
+`--floor` first checks a model that does nothing but what every spec action does at least
+once: copy one frozen part (one counter of four bumped), build the new state around it, and
+let the checker hash it and look it up. Its cost per transition is the least any scenario can
+cost in this design (same checker, same frozen dataclasses), so at a scenario's transitions
+per state it bounds the rate that scenario could reach (`floor` column: 1 / (floor seconds per
+transition x the scenario's transitions per state)).
+
 The target: TLC on the public Kafka replication spec (hachikuji/kafka-specification, KIP-320,
 2-3 replicas) ran 9,000-24,000 distinct states per second on this 2-core machine; kafkaspec
 must stay at least 2x that on every scenario. The verdict column says `2x best` when the
@@ -51,11 +58,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from spec import checker
+from spec._frozen import cache_hash, fast_init, replace
 from spec.machines import Scenario
 from spec.scenarios import SCENARIOS
 
@@ -157,6 +165,65 @@ class Run:
         return self.result.distinct_states / self.cpu if self.cpu > 0 else 0.0
 
 
+@cache_hash
+@fast_init
+@dataclass(frozen=True, slots=True)
+class _Counter:
+    """One part of the floor model's state (a second field, as spec parts have several)."""
+
+    value: int
+    other: int = 0
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+
+@cache_hash
+@fast_init
+@dataclass(frozen=True, slots=True)
+class _FloorState:
+    counters: tuple[_Counter, ...]
+    history: int = 0
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class _Bump:
+    index: int
+
+
+FLOOR_LIMIT, FLOOR_COUNTERS = 12, 4
+"""The floor model: four counters from 0 to 12, any one bumped at a time (28,561 states,
+105,456 transitions, 3.7 transitions per state: about the scenarios' own ratio)."""
+
+
+def floor_model() -> checker.Model[_FloorState, _Bump]:
+    """The least work a transition of the spec does: one part copied with one field changed
+    (`replace`), a new tuple of parts and a new state, hashed and looked up by the checker;
+    one invariant per new state."""
+    actions = tuple(_Bump(index) for index in range(FLOOR_COUNTERS))
+
+    def step(state: _FloorState, action: _Bump) -> _FloorState | None:
+        counter = state.counters[action.index]
+        if counter.value >= FLOOR_LIMIT:
+            return None
+        counters = state.counters
+        bumped = replace(counter, value=counter.value + 1)
+        return _FloorState((*counters[: action.index], bumped, *counters[action.index + 1 :]), state.history)
+
+    initial = _FloorState(tuple(_Counter(0) for _ in range(FLOOR_COUNTERS)))
+    return checker.Model((initial,), lambda state: actions, step, {"bounded": lambda state: True})
+
+
+def floor_seconds_per_transition(repeat: int) -> tuple[float, Any]:
+    """CPU seconds per transition of the floor model (best of `repeat`), and its result."""
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        started = time.process_time()
+        result = checker.check(floor_model(), 10**6)
+        best = min(best, (time.process_time() - started) / result.transitions)
+    return best, result
+
+
 def run_once(scenario: Scenario[Any], check: Callable[..., Any], max_depth: int, workers: int) -> Run:
     clear_caches()
     machine = scenario.machine
@@ -221,6 +288,9 @@ def main() -> None:
     )
     parser.add_argument("--machine", action="append", default=[], help="only this machine's scenarios")
     parser.add_argument("--scenario", action="append", default=[], help="only this scenario")
+    parser.add_argument(
+        "--floor", action="store_true", help="measure the floor model first and bound each scenario's rate"
+    )
     arguments = parser.parse_args()
     workers: int = arguments.workers
     baseline = Baseline(arguments.baseline) if arguments.baseline else None
@@ -237,6 +307,15 @@ def main() -> None:
         f"{TARGET_BEST:,.0f} states/s, 2x TLC's low {TARGET_LOW:,.0f}"
         + (f"; baseline: spec/ at {arguments.baseline}" if baseline else "")
     )
+    floor = 0.0
+    if arguments.floor:
+        floor, floor_result = floor_seconds_per_transition(max(3, arguments.repeat))
+        per_state = floor_result.transitions / floor_result.distinct_states
+        print(
+            f"floor model: {floor_result.distinct_states:,} states, {floor_result.transitions:,} "
+            f"transitions, {floor * 1e6:.2f} us per transition, {1 / (floor * per_state):,.0f} "
+            f"states per CPU-s at its {per_state:.2f} transitions per state"
+        )
     header = (
         f"{'scenario':44} {'found':5} {'states':>8} {'trans':>8} {'1p s':>6} {'1p cpu':>6} {'1p/cpu-s':>8}"
     )
@@ -245,6 +324,8 @@ def main() -> None:
     if workers > 1:
         header += f" {f'{workers}p s':>6} {f'{workers}p/s':>8} {f'{workers}p x':>5} {f'{workers}p cpu':>6}"
         header += f" {'cpu x':>5} {f'{workers}p wait':>7}"
+    if floor:
+        header += f" {'floor':>8}"
     print(header + f" {'verdict':>8} {'load':>5}")
     totals = {"one": 0.0, "cpu": 0.0, "base": 0.0, "common": 0.0, "parallel": 0.0, "states": 0.0}
     verdicts: dict[str, list[str]] = {}
@@ -281,6 +362,9 @@ def main() -> None:
                 f" {speedup:>5.2f} {critical:>6.2f} {one.cpu / critical if critical > 0 else 0.0:>5.2f}"
                 f" {wait_text}"
             )
+        floor_text = ""
+        if floor and result.transitions:
+            floor_text = f" {result.distinct_states / (floor * result.transitions):>8,.0f}"
         totals["one"] += result.seconds
         totals["cpu"] += one.cpu
         totals["states"] += result.distinct_states
@@ -292,6 +376,7 @@ def main() -> None:
             f"{result.seconds:>6.2f} {one.cpu:>6.2f} {one.per_cpu_second:>8,.0f}"
             + base_text
             + parallel_text
+            + floor_text
             + f" {judged:>8} {os.getloadavg()[0]:>5.1f}",
             flush=True,
         )
