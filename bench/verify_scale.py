@@ -11,9 +11,10 @@ format, in one SparkSession:
 
 * `spark verify`: `verify_history(..., VerifyOptions(engine="spark"))`, the whole Spark engine
   (reading, pairing, splitting, checking, gathering), wall seconds and the CPU seconds of every
-  process of the job (this driver, the JVM, Spark's Python workers; `tree_cpu_seconds`, printed
-  per kind of process too: `cpu_by_kind`), which other jobs on a shared machine inflate much
-  less than the wall-clock time;
+  process of the job (this driver, the JVM, Spark's Python workers, printed per kind of
+  process too), sampled while the job runs (`sampled_cpu`: Spark ends idle Python workers,
+  whose time no parent receives), which other jobs on a shared machine inflate much less than
+  the wall-clock time;
 * memory, as peak resident set sizes (Linux `VmHWM`, reset before each verification through
   `/proc/PID/clear_refs`, so nothing is sampled or missed): the driver, i.e. this Python process
   that runs `verify_history` (what must stay flat as the history grows: it must never hold the
@@ -97,16 +98,58 @@ def cpu_by_kind() -> dict[str, float]:
     """`tree_cpu_seconds` split by kind of process: `driver` (this one), `jvm` (Spark's driver
     and, in local mode, its executors), `python` (Spark's Python workers and anything else
     below); what ended and was reaped counts in `reaped`."""
+    kinds = {"driver": 0.0, "jvm": 0.0, "python": 0.0, "reaped": 0.0}
+    for (kind, _pid), seconds in process_cpu().items():
+        kinds[kind] += seconds
+    return kinds
+
+
+def process_cpu() -> dict[tuple[str, int], float]:
+    """CPU seconds so far of each process of the tree, by (kind, pid); ("reaped", pid): what
+    the process's ended children used."""
     tick = os.sysconf("SC_CLK_TCK")
     jvm = jvm_pid()
-    kinds = {"driver": 0.0, "jvm": 0.0, "python": 0.0, "reaped": 0.0}
+    seconds: dict[tuple[str, int], float] = {}
     for pid in descendants(os.getpid()) | {os.getpid()}:
         fields = _stat_fields(pid)
         if fields is not None:
             kind = "driver" if pid == os.getpid() else "jvm" if pid == jvm else "python"
-            kinds[kind] += (int(fields[11]) + int(fields[12])) / tick  # utime stime
-            kinds["reaped"] += (int(fields[13]) + int(fields[14])) / tick  # cutime cstime
-    return kinds
+            seconds[(kind, pid)] = (int(fields[11]) + int(fields[12])) / tick  # utime stime
+            seconds[("reaped", pid)] = (int(fields[13]) + int(fields[14])) / tick  # cutime cstime
+    return seconds
+
+
+SAMPLE_SECONDS = 0.5
+
+
+def sampled_cpu(action: Callable[[], T]) -> tuple[T, dict[str, float]]:
+    """`action()` and the CPU seconds its process tree used meanwhile, by kind, sampled every
+    `SAMPLE_SECONDS`: Spark ends a Python worker idle for a minute (one whose bucket of parts
+    was done while another's went on), and pyspark's daemon ignores SIGCHLD, so an ended
+    worker's time reaches no parent; each process keeps its last sample (a worker ended
+    between two samples loses at most `SAMPLE_SECONDS`)."""
+    import threading
+
+    before = process_cpu()
+    last = dict(before)
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(SAMPLE_SECONDS):
+            last.update(process_cpu())
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        value = action()
+    finally:
+        done.set()
+        sampler.join()
+    last.update(process_cpu())
+    kinds = {"driver": 0.0, "jvm": 0.0, "python": 0.0, "reaped": 0.0}
+    for (kind, pid), seconds in last.items():
+        kinds[kind] += seconds - before.get((kind, pid), 0.0)
+    return value, kinds
 
 
 def _stat_fields(pid: int) -> list[str] | None:
@@ -185,11 +228,9 @@ def measure(action: Callable[[], Any]) -> Measured:
     reset_peak(os.getpid())
     if jvm is not None:
         reset_peak(jvm)
-    cpu_before = cpu_by_kind()
     started = time.perf_counter()
-    report = action()
+    report, kinds = sampled_cpu(action)
     wall = time.perf_counter() - started
-    kinds = {kind: seconds - cpu_before.get(kind, 0.0) for kind, seconds in cpu_by_kind().items()}
     jvm_peak = peak_bytes(jvm) if jvm is not None else 0
     return Measured(
         wall,
