@@ -280,9 +280,13 @@ def _kept_for_lookup(path: str, fmt: str) -> bool:
     file again: for a file the engine reads through its reader's operations (every format but
     JSON Lines, which has a faster reader of its own that keeping would bypass) and under
     `KEEP_FOR_LOOKUP_BYTES`. On Porcupine's logs (82 invalid of 108) this saves reading each
-    invalid one a second time."""
+    invalid one a second time. With `--format auto` a known extension tells the format (the
+    engine sniffs the file's first bytes again: a file whose content is another format's is
+    verified alike, only read the other way); a file without one is sniffed here."""
     if _size(path) >= KEEP_FOR_LOOKUP_BYTES:
         return False
+    if fmt == "auto":
+        fmt = EXTENSIONS.get(os.path.splitext(path)[1].lower(), "auto")
     try:
         return (fmt if fmt != "auto" else sniff_format(path)) != "jsonl"
     except HistoryError:  # the engine reports it

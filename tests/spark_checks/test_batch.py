@@ -130,3 +130,26 @@ def test_many_files_start_with_the_large_ones(tmp_path: Path, monkeypatch: pytes
     )
     assert started == ["large.edn", "smaller.edn", "small.edn"]
     assert [Path(outcome.path).name for outcome in outcomes] == ["small.edn", "large.edn", "smaller.edn"]
+
+
+def test_a_known_extension_decides_the_keeping_without_reading_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine sniffs each file's first bytes when it opens it; the choice to keep its
+    operations for the lookup goes by a known extension, and sniffs only a file without one."""
+    sniffed: list[str] = []
+    real = batch.sniff_format
+
+    def counted(path: str) -> str:
+        sniffed.append(Path(path).name)
+        return real(path)
+
+    monkeypatch.setattr(batch, "sniff_format", counted)
+    for name, text in [("h.edn", INVALID_EDN), ("h.jsonl", INVALID_JSONL), ("edn-history", INVALID_EDN)]:
+        (tmp_path / name).write_text(text)
+    assert batch._kept_for_lookup(str(tmp_path / "h.edn"), "auto")
+    assert not batch._kept_for_lookup(str(tmp_path / "h.jsonl"), "auto")
+    assert batch._kept_for_lookup(str(tmp_path / "edn-history"), "auto")
+    assert sniffed == ["edn-history"]
+    outcome = _outcome(tmp_path / "edn-history")  # verified as EDN all the same
+    assert outcome.report is not None and outcome.report.format == "edn"
