@@ -40,8 +40,8 @@ Where the time goes
     whose step only copies one frozen part and builds the state around it, costs 26,000
     instructions per transition (callgrind; about 4 microseconds, 65,000 states per CPU
     second at its 3.7 transitions per state): the least a transition costs in this design,
-    loop, hashing and lookup included. The scenarios' transitions cost 3-7 times that
-    (79,000-174,000 instructions), at 1.8-5 transitions per state.
+    loop, hashing and lookup included. The scenarios' transitions cost 2.7-7 times that
+    (72,000-174,000 instructions), at 1.8-5.1 transitions per state.
 
 Symmetry
     A model may give `canonical`, a function mapping a state to a representative of its
