@@ -145,9 +145,8 @@ T = TypeVar("T")
 
 
 def _guarded(rows: Callable[[], Iterable[T]], stage: str, bug: Callable[[str], T]) -> Iterator[T]:
-    """A task's rows, with the cyclic collector off; an exception (a bug: bad input is an ERROR
-    row already) becomes one more row (`bug`), which the driver raises as
-    `engine.SparkTaskError` with the task's traceback."""
+    """A task's rows with the cyclic collector off; an exception (a bug: bad input is an ERROR
+    row already) becomes a row (`bug`), raised on the driver as `engine.SparkTaskError`."""
     with distributed.no_cyclic_gc():
         try:
             yield from rows()
@@ -362,8 +361,7 @@ def whole_file_answer(spark: SparkSession, uri: str, source: str, ask: Callable[
 
 
 def border_frame(stage1: DataFrame, plan: Plan, source: str, partitions: int) -> DataFrame:
-    """Border pairing (`distributed.border_rows`): stage 1's BORDER rows repartitioned by
-    process and sorted by position (and role: the payload starts with it)."""
+    """Border pairing (`distributed.border_rows`): BORDER rows by process, sorted by position, role."""
     from pyspark.sql import functions as sql
 
     border = (
