@@ -784,7 +784,11 @@ def verify_command(
     except RemoteHistoryError as error:
         raise UsageProblem(str(error)) from None
     console = PlainLines()
-    pool = WorkerPool(workers or available_cores(), SEARCHES_MEMORY_BYTES if max_memory_mb is None else None)
+    pool = WorkerPool(
+        workers or available_cores(),
+        SEARCHES_MEMORY_BYTES if max_memory_mb is None else None,
+        isolate=":" in model,  # a user's model: its step may never return (WorkerPool.isolate)
+    )
     state = click.get_current_context().ensure_object(RunState)
     whereabouts = state.whereabouts = state.whereabouts or Whereabouts()
     if _many_files(histories):

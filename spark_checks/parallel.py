@@ -224,13 +224,21 @@ class WorkerPool:
     workers: int
     memory_total_bytes: int | None
 
-    def __init__(self, workers: int = 1, memory_total_bytes: int | None = None) -> None:
+    def __init__(
+        self, workers: int = 1, memory_total_bytes: int | None = None, isolate: bool = False
+    ) -> None:
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
         self.workers = workers
         self.memory_total_bytes = memory_total_bytes
         """When set, the memory budget of all the searches running at once: each of the
         workers' searches gets its share (`searches_budget`)."""
+        self.isolate = isolate
+        """Every piece runs in a worker, however small, even alone: for code that may never
+        return, a user's model (`--model MODULE:CLASS`), whose step only a worker can be
+        stopped in, at the deadline or when `--fail-fast` has an invalid part (as Porcupine
+        cancels a blocked partition: its TestTimeoutCancelsStepContext and
+        TestIllegalCancelsBlockedPartition)."""
         self._idle: list[_Worker] = []
         self._forking_failed = False
 
@@ -277,9 +285,10 @@ class WorkerPool:
         result)` hears each result as it arrives, `on_progress(index, text)` what a task says,
         `on_start(index)` each task this process runs itself just before it starts. Tasks start
         smallest first, but those of size `large_first_from` or more start before them, largest
-        first (`start_order`)."""
+        first (`start_order`). They run in workers when there are several, or when the pool
+        isolates every piece (`isolate`)."""
         order = start_order(tasks, large_first_from)
-        if self.parallel and len(tasks) > 1:
+        if self.parallel and (len(tasks) > 1 or self.isolate):
             workers = self._start(min(self.workers, len(tasks)))
             if workers:
                 run = _Run(tasks, order, workers, self, is_invalid, stopped, on_done, on_progress)
@@ -682,8 +691,9 @@ def check_parts(
 
 
 def worth_workers(pool: WorkerPool | None, size: int, minimum: int) -> WorkerPool | None:
-    """`pool` when the work (`size`) reaches `minimum`, else None (this process checks)."""
-    return pool if pool is not None and size >= minimum else None
+    """`pool` when the work (`size`) reaches `minimum` or the pool isolates every piece, else
+    None (this process checks)."""
+    return pool if pool is not None and (size >= minimum or pool.isolate) else None
 
 
 def searches_budget(budget: Budget, pool: WorkerPool, tasks: int) -> Budget:

@@ -31,6 +31,7 @@ from spark_checks.parallel import (
     WorkerPool,
     fork_available,
     progress_text,
+    worth_workers,
 )
 from spark_checks.readers import write_jsonl
 from tests.helpers import run_cli
@@ -233,6 +234,23 @@ def test_fail_fast_kills_the_workers_still_searching() -> None:
     assert time.time() - started < 5
     assert results[0] == "0 fail fast bad"
     assert results[1].startswith("invalid in ") and results[1] != f"invalid in {os.getpid()}"  # in a worker
+
+
+@needs_fork
+def test_an_isolating_pool_runs_even_one_small_task_in_a_worker_it_can_stop() -> None:
+    # A user's model's step may never return: only in a worker can the deadline stop it.
+    one = [Task(1, _pid, ("valid",), "only")]
+    with WorkerPool(2) as pool:
+        assert pool.run(one, is_invalid=lambda _r: False, stopped=_stopped) == [f"valid in {os.getpid()}"]
+        assert worth_workers(pool, 1, 500) is None
+    with WorkerPool(2, isolate=True) as pool:
+        [result] = pool.run(one, is_invalid=lambda _r: False, stopped=_stopped)
+        assert result.startswith("valid in ") and result != f"valid in {os.getpid()}"
+        assert worth_workers(pool, 1, 500) is pool
+        started = time.time()
+        blocked = [Task(1, _sleep, (60.0,), "blocked")]
+        results = pool.run(blocked, is_invalid=lambda _r: False, stopped=_stopped, deadline=started + 0.5)
+    assert results == ["0 deadline "] and time.time() - started < 0.5 + KILL_GRACE_SECONDS + 0.5
 
 
 def _bad_input(_shared: object, number: int, _context: TaskContext) -> str:

@@ -13,8 +13,8 @@ returns, so calls with equal times overlap). Covered elsewhere: `TestRegisterMod
 Named differences: `TestCheckNoPartitions` calls an empty history `Ok`; kafkaspec answers
 `unknown` (exit 3): nothing was recorded. `TestTimeoutCancelsStepContext` and
 `TestIllegalCancelsBlockedPartition` cancel a model step that blocks (Go's `StepContext`);
-a Python model's step cannot be interrupted in the command's process, so kafkaspec does not
-end (xfail below, with what would fix it).
+kafkaspec checks a user model's parts in worker processes whatever the history's size, and
+stops a worker at the deadline or when `--fail-fast` has an invalid part.
 """
 
 from __future__ import annotations
@@ -196,16 +196,6 @@ class Blocking:
         return input.key
 '''
 
-STEP_CANNOT_BE_INTERRUPTED = (
-    "a small history (PARALLEL_MIN_CALLS, PARALLEL_MIN_BYTES in spark_checks/parallel.py) has "
-    "its parts checked in the command's own process, where a user model's step that never "
-    "returns cannot be stopped: neither --fail-fast nor --max-seconds ends the command (a "
-    "5,000-call history of the same model ends at --max-seconds 5 in 5.3 s: its parts run in "
-    "workers, killed at the deadline). Fix: check a user model's parts in the worker "
-    "processes whatever the history's size"
-)
-
-
 def run_blocking(tmp_path: Path, keys: list[str], *flags: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "blocking.py").write_text(BLOCKING_MODEL)
     lines = [
@@ -228,13 +218,11 @@ def run_blocking(tmp_path: Path, keys: list[str], *flags: str) -> subprocess.Com
     return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=8, check=False)
 
 
-@pytest.mark.xfail(strict=True, raises=subprocess.TimeoutExpired, reason=STEP_CANNOT_BE_INTERRUPTED)
 def test_an_illegal_part_ends_the_check_while_another_part_blocks(tmp_path: Path) -> None:
     completed = run_blocking(tmp_path, ["blocked", "illegal"], "--fail-fast", "--max-seconds", "2")
     assert completed.returncode == 1, completed.stderr  # Porcupine: Illegal
 
 
-@pytest.mark.xfail(strict=True, raises=subprocess.TimeoutExpired, reason=STEP_CANNOT_BE_INTERRUPTED)
 def test_a_step_that_blocks_is_unknown_at_the_deadline(tmp_path: Path) -> None:
     completed = run_blocking(tmp_path, ["blocked"], "--max-seconds", "2")
     assert completed.returncode == 3, completed.stderr  # Porcupine: Unknown
