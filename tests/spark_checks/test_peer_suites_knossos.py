@@ -385,21 +385,25 @@ def test_knossos_model_edge_cases(
     assert json.loads(out)["histories"][0]["verdict"] == default
 
 
+CRASHED_FIFO_DEQUEUE = [
+    *ENQUEUE_1,
+    op(0, "invoke", "enqueue", 2),
+    op(0, "ok", "enqueue", 2),
+    op(1, "invoke", "dequeue"),
+    op(1, "info", "dequeue"),
+    op(2, "invoke", "dequeue"),
+    op(2, "ok", "dequeue", 2),
+]
+"""Enqueue 1 and 2; a dequeue crashes; a later dequeue returns 2."""
+
+
 def test_a_crashed_fifo_dequeue_cannot_take_the_head_in_knossos(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Knossos fills a crashed dequeue with its invocation's nil, which never matches the head:
     # so the later dequeue of 2 finds 1 still there. kafkaspec's default lets the crashed
     # dequeue have taken the head, whatever it was.
-    operations = [
-        *ENQUEUE_1,
-        op(0, "invoke", "enqueue", 2),
-        op(0, "ok", "enqueue", 2),
-        op(1, "invoke", "dequeue"),
-        op(1, "info", "dequeue"),
-        op(2, "invoke", "dequeue"),
-        op(2, "ok", "dequeue", 2),
-    ]
+    operations = CRASHED_FIFO_DEQUEUE
     path = write_edn(tmp_path / "h.edn", operations)
     code, out, _ = run_cli(
         capsys, "verify", str(path), "--model", "fifo-queue", "--json", "--nil-read", "knossos"
@@ -416,15 +420,7 @@ def test_knossos_nil_reading_travels_in_parquet_conventions(
     # back and applied as the flag is (the crashed dequeue above, invalid in Knossos).
     from spark_checks.readers import open_history, write_parquet
 
-    operations = [
-        *ENQUEUE_1,
-        op(0, "invoke", "enqueue", 2),
-        op(0, "ok", "enqueue", 2),
-        op(1, "invoke", "dequeue"),
-        op(1, "info", "dequeue"),
-        op(2, "invoke", "dequeue"),
-        op(2, "ok", "dequeue", 2),
-    ]
+    operations = CRASHED_FIFO_DEQUEUE
     _, read = open_history(write_edn(tmp_path / "h.edn", operations), "edn")
     conventions = {
         "initial": None,
