@@ -17,15 +17,20 @@ The algorithm (Wing & Gong 1993, Lowe 2017, as in Porcupine's ``checker.go`` and
       restarts at the head. Reaching a return entry means the call it completes had to be
       linearized before anything later: a dead end. The search pops the last call,
       restores the state, puts the entries back and tries the next entry after it.
-    * A cache of (linearized set as an int bitset, model state) pairs prunes
-      configurations already explored: the rest of the search depends on nothing else.
-    * The model's ``step`` is pure, so a search past a few hundred states remembers its
-      answers per (call, state): the search meets the same pairs again and again (Porcupine's
-      etcd_002: 364,000 steps over 143 distinct pairs). With the entries numbered by call (no
-      tables to look a node's call up in) this made the hard etcd searches 14% cheaper in
-      instructions (callgrind: etcd_075, 16,722 states, 277 M against 320 M) and a median one
-      10% cheaper (etcd_090, 40 states: 0.81 M against 0.90 M), with the same states explored
-      and the same evidence on every history of the shared corpus.
+    * A cache of configurations (linearized set, model state) prunes those already
+      explored: the rest of the search depends on nothing else.
+    * Every operation on a configuration is a list index or an integer operation, with the
+      tables made once per part (`_search`): model states are interned as numbers on first
+      sight; a configuration is one integer (the linearized calls' bits or'ed with the
+      state's number shifted above them); each state has a row of successors by call,
+      filled as the search steps (the model's ``step`` is pure: Porcupine's etcd_002 takes
+      364,000 steps over 143 distinct (call, state) pairs), in which return entries are
+      marked too, so the walk reads one slot per entry. Against a search keyed on (bits,
+      state) tuples with a step memo per call and a symmetry test on every entry, measured
+      with callgrind on Porcupine's 108 logs (one check each, after a first): the median
+      check 1.92 M instructions against 2.47 M, etcd_090 0.88 M against 1.40 M, the four
+      hard etcd logs and all 108 checks in the table of the README; the same states
+      explored and the same evidence on every one of them.
     * The history is linearizable when every call that must be placed has been.
 
 Semantics of outcomes (Jepsen's operation types, as Knossos and Porcupine read them)
@@ -34,7 +39,8 @@ Semantics of outcomes (Jepsen's operation types, as Knossos and Porcupine read t
       be linearized anywhere after their invocation, or left out, so they never block the
       walk and success does not need them. Indeterminate calls with the same prepared
       effect are interchangeable once invoked, so they are linearized in invocation order
-      only (a symmetry reduction that prunes the search without changing the verdict).
+      only (a symmetry reduction that prunes the search without changing the verdict): a
+      later one joins the list only once the one before it is linearized.
     * ``fail`` calls follow the conventions (`reference.models.resolve_conventions`):
       dropped when they did not happen, or, for a CAS under ``failed_cas = no-effect``,
       kept as a call that must be linearized and saw a value different from ``from``.
@@ -54,8 +60,9 @@ Budget
     configurations and ``max_memory_bytes`` of cache, estimated from the sizes of the cached
     bit sets and model states (so a kv history whose appended values grow long is bounded by
     memory, not only by the number of states). When any runs out the verdict is ``unknown``
-    with the reason, never a guess. The clock is read every `_TIME_CHECK_EVERY` cache insertions
-    and as often when backtracking (a walk through cached configurations adds nothing).
+    with the reason, never a guess. The clock is read when a search starts, then every
+    `_TIME_CHECK_EVERY` cache insertions and as often when backtracking (a walk through cached
+    configurations adds nothing); a search of a few hundred states reads it once.
     Freeing the cache costs time too (a quarter of the time spent filling it, measured here:
     1.4 s for 2 million kv entries; it made ``--max-seconds`` overshoot by 4-20 s with the old
     unbounded cache), so the search stops early enough to free it before the deadline.
@@ -85,7 +92,7 @@ from typing import Any, Final
 
 from reference.models import MODEL_CLASSES, Observed, Prepared, SequentialModel, resolve_conventions
 from spark_checks import traceable, user_models
-from spark_checks.history import Call, CheckResult, JsonValue, Outcome, Verdict
+from spark_checks.history import Call, CheckResult, JsonValue, Verdict
 
 CHECKER: Final = "linearizability"
 
@@ -93,20 +100,25 @@ MODELS: Final[dict[str, SequentialModel[Any]]] = {name: cls() for name, cls in M
 """The sequential models by name: register, cas-register, kv, multi-register, mutex, fifo-queue,
 kafka-log (see `reference.models`)."""
 
-_TIME_CHECK_EVERY: Final = 256  # cache insertions, or backtracks, between two looks at the clock
+_TIME_CHECK_EVERY: Final = 256  # cache insertions, or backtracks, between two looks at the budgets
 DEFAULT_MAX_MEMORY_BYTES: Final = 512 * 1024 * 1024
 """The default cache budget per partition: with the interpreter and the history this keeps a
 check under 1 GB of resident memory (c50-bad measured 2.8 GB at the default time budget
 without it)."""
-_ENTRY_OVERHEAD_BYTES: Final = 56 + 64
-"""Per cached configuration besides its bit set and state: the (bits, state) tuple (56 bytes)
-and its share of the set's table (16-byte slots, kept at most 60% full and doubled when full:
-up to 4 slots per entry)."""
+_KEY_OVERHEAD_BYTES: Final = 64
+"""Per cached configuration besides its integer: its share of the set's table (16-byte slots,
+kept at most 60% full and doubled when full: up to 4 slots per entry)."""
+_STATE_OVERHEAD_BYTES: Final = 8 + 100
+"""Per interned model state besides the state itself: its slot in the list of states and its
+entry in the dictionary of state numbers (with its share of the table)."""
+_ROWS_SHARE: Final = 8
+"""The successor rows (one list of a slot per call for each state) take at most this fraction
+of the memory budget; states past it have their steps computed each time (a kv search makes a
+new state at nearly every step, whose row would never be read again)."""
+_IMPOSSIBLE: Final = -1  # a row's slot for a call whose result the state does not allow
+_UNTRIED: Final = -2  # a row's slot for a step not taken yet
+_RETURNING: Final = -3  # a row's slot for a return entry
 _OUT_OF_TIME: Final = "time budget exhausted"
-_MEMO_ENTRIES: Final = 1 << 16
-"""Steps remembered per search (about 6 MB at most, counted in the memory budget)."""
-_MEMO_ENTRY_BYTES: Final = 100  # a dictionary entry, its share of the table, a dictionary per call
-_UNTRIED: Final = object()
 _RELEASE_SHARE: Final = 0.3
 _RELEASE_SECONDS_MAX: Final = 5e-6
 """Time kept back to free the cache before the deadline (an abandoned cache cannot be dropped
@@ -270,8 +282,7 @@ def check_partition(
     gc.disable()  # the search makes no reference cycles; collections only rescan the cache
     try:
         initial = model.init(resolved["initial"])
-        budget = _SearchBudget(stop_at, max_states, max_memory_bytes)
-        search = _search(problem, model.step, initial, budget)
+        search = _search(problem, model.step, initial, started, stop_at, max_states, max_memory_bytes)
     finally:
         if gc_enabled:
             gc.enable()
@@ -335,40 +346,56 @@ def _json_key(key: Hashable) -> JsonValue:
 class _Problem:
     """One partition's calls in the model's prepared form, ordered by invocation.
 
-    Call ``i`` is bit ``1 << i`` of the linearized set. ``complete[i]`` is None for calls
-    that may be left out (indeterminate); the others must be linearized.
+    Position ``i`` is the ``i``-th call invoked. ``complete[i]`` is None for calls that may be
+    left out (indeterminate, their outcome ``"info"``); the others must be linearized.
     """
 
-    calls: list[Call] = field(default_factory=list)
+    calls: Sequence[Call] = ()
     invoke: list[int] = field(default_factory=list)
     complete: list[int | None] = field(default_factory=list)
     inputs: list[Any] = field(default_factory=list)
     outputs: list[Any] = field(default_factory=list)
     outcomes: list[Observed] = field(default_factory=list)
 
+    optional: list[int] = field(default_factory=list)  # the positions whose `complete` is None
+
     @classmethod
     def build(cls, calls: Sequence[Call], forms: Sequence[Prepared | None]) -> _Problem:
-        """The problem of `calls` (in invocation order) with their `forms` in the model."""
-        if None in forms:
-            kept = [(call, form) for call, form in zip(calls, forms, strict=True) if form is not None]
-            calls, forms = [call for call, _ in kept], [form for _, form in kept]
-        if not calls:
+        """The problem of `calls` (in invocation order) with their `forms` in the model. A call
+        is indeterminate when its form says ``"info"``: every model prepares a call whose
+        outcome is unknown so (`reference.models`), or leaves it out."""
+        if not forms:
             return cls()
-        # Columns by transposing (in C): this runs once per part of every history.
-        inputs, outputs, observed = map(list, zip(*forms, strict=True))
-        unknown = Outcome.INFO
-        complete = [
-            None if outcome == "info" or call.outcome is unknown else call.complete_index
-            for call, outcome in zip(calls, observed, strict=True)
-        ]
+        # This runs once per part of every history: columns by transposing (in C), list
+        # comprehensions over attributes, no per-call branches in Python.
+        try:
+            inputs, outputs, outcomes = map(list, zip(*forms, strict=True))
+        except TypeError:  # a None among the forms: a call the search leaves out
+            calls = [call for call, form in zip(calls, forms, strict=True) if form is not None]
+            if not calls:
+                return cls()
+            inputs, outputs, outcomes = map(
+                list, zip(*[form for form in forms if form is not None], strict=True)
+            )
+        complete: list[int | None] = [call.complete_index for call in calls]
+        optional = _indices(outcomes, "info")
+        for position in optional:
+            complete[position] = None
         return cls(
-            list(calls),
-            [call.invoke_index for call in calls],
-            complete,
-            inputs,
-            outputs,
-            [outcome if end is not None else "info" for outcome, end in zip(observed, complete, strict=True)],
+            calls, [call.invoke_index for call in calls], complete, inputs, outputs, outcomes, optional
         )
+
+
+def _indices(items: list[Any], value: Any) -> list[int]:
+    """The indices of `value` in `items`, found by `list.index` (a scan in C per index found)."""
+    found: list[int] = []
+    at = -1
+    try:
+        while True:
+            at = items.index(value, at + 1)
+            found.append(at)
+    except ValueError:
+        return found
 
 
 def prepare_calls(
@@ -404,13 +431,6 @@ class _SearchResult:
     reason: str = ""
 
 
-@dataclass(frozen=True)
-class _SearchBudget:
-    stop_at: float  # a `time.perf_counter()` instant
-    max_states: int
-    max_memory_bytes: int
-
-
 def _nested_bytes(state: Any) -> int:
     """The bytes a new model state holds: itself, and for a tuple the containers it holds one
     level down (a multi-register's frozenset); their items are shared with older states. A
@@ -427,171 +447,237 @@ def _nested_bytes(state: Any) -> int:
     return size
 
 
-def _search(problem: _Problem, step: Any, initial: Any, budget: _SearchBudget) -> _SearchResult:
-    """Porcupine-style WGL search over the linked list of call/return entries.
+def _search(
+    problem: _Problem,
+    step: Any,
+    initial: Any,
+    started: float,
+    stop_at: float,
+    max_states: int,
+    max_bytes: int,
+) -> _SearchResult:
+    """Porcupine-style WGL search over the linked list of call and return entries, where each
+    operation on a configuration is a list index or an integer operation.
 
     Call ``i``'s invocation entry is node ``i`` and its completion's node ``n + i`` (required
-    calls only), so a node is a return entry exactly when it is at least ``n``, and the call of
-    an entry is the node itself (or ``node - n``): no table to look either up in. The model's
-    ``step`` is pure, so its answers are remembered per call and state (`_MEMO_ENTRIES` at most):
-    the search meets the same (call, state) pairs again and again (etcd_002: 364,000 steps over
-    143 distinct pairs), and a dictionary lookup costs a fraction of a call."""
-    invoke, complete = problem.invoke, problem.complete
-    inputs, outputs, outcomes = problem.inputs, problem.outputs, problem.outcomes
-    n = len(invoke)
-    returning = [i for i, position in enumerate(complete) if position is not None]
-    remaining = total_required = len(returning)
-    if remaining == 0:
+    calls only). A model state is interned on first sight as a number shifted above the calls'
+    bits (``sk``), and each of the first states gets a *row* of a slot per node: the ``sk`` of
+    the state after that call, or what the slot holds until then: -1 the call is impossible
+    there, -2 not stepped yet, -3 a return entry. So the walk looks at one slot per entry: a
+    step taken before and a return entry are both told by that list index. A cached
+    configuration is one integer, the linearized calls' bits or'ed with the state's ``sk``. A
+    row starts as a copy of the part's template, made once; the links are made by one sort (in
+    C) and one loop.
+
+    Symmetry: an indeterminate call that has the same prepared effect as an earlier
+    indeterminate one (its *leader*) is not in the list until its leader is linearized; it is
+    then linked in before the first entry after it in history order that is still in the list
+    (usually the next one) and unlinked again when the leader is taken back, so the walk never
+    meets a call that must wait and needs no test for it."""
+    complete, inputs, outputs, outcomes = problem.complete, problem.inputs, problem.outputs, problem.outcomes
+    n = len(complete)
+    if len(problem.optional) == n:
         return _SearchResult(Verdict.VALID, [], 0)
-
-    # Entries in history order; a call entry sorts before a return at the same position
-    # (closed intervals): history positions keyed by position * size + node, sorted as ints.
+    if _must_stop(time.perf_counter(), started, 0, stop_at):  # the next look is up to 256 insertions away
+        return _SearchResult(Verdict.UNKNOWN, [], 0, reason=_OUT_OF_TIME)
+    untried, impossible, returning = _UNTRIED, _IMPOSSIBLE, _RETURNING
     size = 2 * n + 2
-    head, tail = size - 2, size - 1
-    keyed = [position * size + i for i, position in enumerate(invoke)]
-    keyed += [complete[i] * size + n + i for i in returning]  # type: ignore[operator]
-    keyed.sort()
-    order = [head, *map(size.__rmod__, keyed), tail]
-    # The links as lists indexed by node, built in C (a node not in the list, the return
-    # entry of an indeterminate call, gets -1).
-    nxt = list(map(dict(itertools.pairwise(order)).get, range(size), itertools.repeat(-1)))
-    prv = list(map(dict(zip(order[1:], order, strict=False)).get, range(size), itertools.repeat(-1)))
+    head = size - 2
+    template = [untried] * n + [returning] * (n + 2)
+    follower = [0] * n  # call -> the call that waits for it (0: none; call 0 waits for nobody)
+    leader_of: dict[int, int] = {}  # the other way
+    if problem.optional:
+        leaders: dict[tuple[Any, Any], int] = {}
+        for i in problem.optional:
+            signature = (inputs[i], outputs[i])
+            leader = leaders.get(signature)
+            if leader is not None:
+                follower[leader] = i
+                leader_of[i] = leader
+            leaders[signature] = i
 
-    # Symmetry: an indeterminate call may go only after the previous indeterminate call
-    # with the same prepared effect (both are invoked by then and never need to return).
-    previous_same = [-1] * n
-    if total_required < n:
-        last_seen: dict[tuple[Any, Any], int] = {}
-        for i, position in enumerate(complete):
-            if position is None:
-                signature = (inputs[i], outputs[i])
-                previous_same[i] = last_seen.get(signature, -1)
-                last_seen[signature] = i
+    # Entries in history order: the nodes sorted by the history index of their entry (stable,
+    # so a call entry sorts before a return at the same index: closed intervals), then linked.
+    entry_index: list[Any] = [*problem.invoke, *complete, -1, math.inf]  # head and tail last
+    returns = filter(entry_index.__getitem__, range(n, 2 * n))  # the required calls' (never 0)
+    order = sorted(itertools.chain(range(n), returns), key=entry_index.__getitem__)
+    nxt = [0] * size
+    prv = [0] * size
+    before = head
+    for node in order:
+        nxt[before] = node
+        prv[node] = before
+        before = node
+    nxt[before] = size - 1
+    prv[size - 1] = before
+    following = nxt.copy()  # the next entry in history order, present or not
+    for i in leader_of:  # out until their leaders are linearized
+        prv[nxt[i]] = prv[i]
+        nxt[prv[i]] = nxt[i]
 
-    no_moves: dict[Any, Any] = {}  # shared by the calls not stepped yet; never written
-    memo = [no_moves] * n
-    # Opened at the second look at the budget: a smaller search would pay for what it never reuses.
-    memo_room, memo_later = 0, _MEMO_ENTRIES
-    cache: set[tuple[int, Any]] = set()
+    states = [initial]
+    ids = {initial: 0}
+    row = template.copy()
+    rows = [row]
+    unrecorded = template  # the row of the states past the rows' share: never written
+    row_bytes = sys.getsizeof(row)
+    rows_allowed = max(1, max_bytes // _ROWS_SHARE // row_bytes)
+    cache: set[int] = set()
     cache_add = cache.add
-    stack_calls: list[int] = []
-    stack_states: list[Any] = []
-    push_call, push_state = stack_calls.append, stack_states.append
-    pop_call, pop_state = stack_calls.pop, stack_states.pop
-    linearized = 0
-    state = initial
-    best_depth = -1
+    calls: list[int] = []  # the stack: the calls linearized, and the state before each
+    sks: list[int] = []
+    push_call, push_sk = calls.append, sks.append
+    pop_call, pop_sk = calls.pop, sks.pop
+    linearized = 0  # the linearized calls' bits
+    sk = 0  # the state's number, shifted above the calls' bits
+    remaining = n - len(problem.optional)
+    best_remaining = remaining + 1
     best = _SearchResult(Verdict.INVALID, [], 0)
     explored = 0
-    perf_counter = time.perf_counter
-    search_started = perf_counter()
-    stop_at, max_states, max_bytes = budget.stop_at, budget.max_states, budget.max_memory_bytes
-    # Strings, numbers and booleans are measured by `getsizeof`; tuples and the like one level
-    # down. A cached bit set has at most n bits: its size is bounded once, not measured each time.
-    state_bytes = sys.getsizeof if initial.__class__ in (str, bytes, int, bool, type(None)) else _nested_bytes
-    entry_bytes = _ENTRY_OVERHEAD_BYTES + sys.getsizeof(1 << n)
-    # The budgets are looked at when `explored` reaches `next_look` (one compare per insertion):
-    # every `_TIME_CHECK_EVERY` insertions, sooner when the cache's memory is close to its budget.
-    # The entries since the last look are weighed by the state just cached (states grow along a
-    # path, so this errs high), and the next look comes before half the room left can be used.
-    # The remembered steps are weighed when they are remembered.
-    cache_bytes = 0
-    looked_at = 0
-    next_look = min(1, max_states + 1)
-    backtracks = 0
+    pops = 0
     clock_mask = _TIME_CHECK_EVERY - 1
+    perf_counter = time.perf_counter
+    # Memory: the cached integers are counted exactly, the interned states weighed at each look
+    # by the newest one (states grow along a path, so this errs high), the rows by their number.
+    # The budgets are looked at when `explored` reaches `next_look`: every `_TIME_CHECK_EVERY`
+    # insertions, sooner when the memory is close to its budget (the next look comes before half
+    # the room left can be used, each insertion weighed as a new state with its row).
+    measure = sys.getsizeof if initial.__class__ in (str, bytes, int, bool, type(None)) else _nested_bytes
+    state_bytes = measure(initial) + _STATE_OVERHEAD_BYTES
+    states_bytes, states_counted = state_bytes, 1
+    key_bytes = _KEY_OVERHEAD_BYTES + sys.getsizeof(1 << n)
+    weight = key_bytes + state_bytes + row_bytes
+    room = (max_bytes - state_bytes - row_bytes) // (2 * weight)
+    next_look = min(max(1, min(_TIME_CHECK_EVERY, room)), max_states + 1)
 
     node = nxt[head]
     while True:
-        if node >= n:
-            # Backtracking through cached configurations adds nothing to the cache: the clock
-            # is read here too (stopping early enough to free the cache before the deadline).
-            backtracks += 1
-            if not backtracks & clock_mask and _must_stop(perf_counter(), search_started, explored, stop_at):
-                return _SearchResult(Verdict.UNKNOWN, best.order, explored, reason=_OUT_OF_TIME)
-            # The call completing here had to be linearized before anything later: dead end.
-            depth = total_required - remaining
-            if depth > best_depth:
-                best_depth = depth
-                best.order = stack_calls.copy()
-                best.state = state
-                best.blocking = node - n
-                candidates = []
-                walk = nxt[head]
-                while walk != node:
-                    if complete[walk] is not None:
-                        candidates.append(walk)
-                    walk = nxt[walk]
-                best.candidates = candidates  # the blocking call's own entry is among them
-            if not stack_calls:
-                best.explored = explored
-                return best
-            i = pop_call()
-            state = pop_state()
-            linearized ^= 1 << i
-            if complete[i] is not None:
-                remaining += 1
-                back = n + i
-                nxt[prv[back]] = back
-                prv[nxt[back]] = back
-            nxt[prv[i]] = i
-            prv[nxt[i]] = i
-            node = nxt[i]
+        t = row[node]
+        if t < 0:
+            if t == impossible:
+                node = nxt[node]
+                continue
+            if t == returning:
+                # The call this entry completes had to be linearized before anything later:
+                # dead end.
+                if remaining < best_remaining:
+                    best_remaining = remaining
+                    best.order = calls.copy()
+                    best.state = states[sk >> n]
+                    best.blocking = node - n
+                    walk = nxt[head]
+                    candidates = []
+                    while walk != node:
+                        if complete[walk] is not None:
+                            candidates.append(walk)
+                        walk = nxt[walk]
+                    best.candidates = candidates  # the blocking call's own entry is among them
+                # Walks through cached configurations add nothing to the cache: the clock is
+                # read here too (stopping early enough to free the cache before the deadline).
+                pops += 1
+                if not pops & clock_mask and _must_stop(perf_counter(), started, explored, stop_at):
+                    return _unknown(best, explored, _OUT_OF_TIME)
+                try:
+                    i = pop_call()
+                except IndexError:
+                    best.explored = explored
+                    return best
+                sk = pop_sk()
+                row = rows[sk >> n]
+                linearized ^= 1 << i
+                if complete[i] is not None:
+                    remaining += 1
+                    back = n + i
+                    nxt[prv[back]] = back
+                    prv[nxt[back]] = back
+                else:
+                    waits = follower[i]
+                    if waits:  # unlinked again: its leader is taken back
+                        prv[nxt[waits]] = prv[waits]
+                        nxt[prv[waits]] = nxt[waits]
+                nxt[prv[i]] = i
+                prv[nxt[i]] = i
+                node = nxt[i]
+                continue
+            # Not stepped yet from this state.
+            new_state = step(states[sk >> n], inputs[node], outputs[node], outcomes[node])
+            if new_state is None:
+                t = impossible
+            else:
+                t = ids.get(new_state, untried)
+                if t == untried:
+                    t = ids[new_state] = len(states) << n
+                    states.append(new_state)
+                    rows.append(template.copy() if len(rows) < rows_allowed else unrecorded)
+            if row is not unrecorded:
+                row[node] = t
+            if t < 0:
+                node = nxt[node]
+                continue
+        with_call = linearized | 1 << node
+        key = with_call | t
+        if key in cache:
+            node = nxt[node]
             continue
+        cache_add(key)
+        explored += 1
+        if explored >= next_look:
+            if explored > max_states:
+                return _unknown(best, explored, f"state budget of {max_states} states exhausted")
+            if len(states) > states_counted:
+                state_bytes = measure(states[-1]) + _STATE_OVERHEAD_BYTES
+                states_bytes += (len(states) - states_counted) * state_bytes
+                states_counted = len(states)
+            key_bytes = _KEY_OVERHEAD_BYTES + sys.getsizeof(1 << (n + states_counted.bit_length()))
+            cache_bytes = explored * key_bytes + states_bytes + min(states_counted, rows_allowed) * row_bytes
+            if cache_bytes > max_bytes:
+                reason = (
+                    f"memory budget of {_megabytes(max_bytes)} exhausted "
+                    f"({explored} cached states, about {_megabytes(cache_bytes)})"
+                )
+                return _unknown(best, explored, reason)
+            if _must_stop(perf_counter(), started, explored, stop_at):
+                return _unknown(best, explored, _OUT_OF_TIME)
+            weight = key_bytes + state_bytes + (row_bytes if states_counted < rows_allowed else 0)
+            room = (max_bytes - cache_bytes) // (2 * weight)
+            next_look = min(explored + max(1, min(_TIME_CHECK_EVERY, room)), max_states + 1)
+        push_call(node)
+        push_sk(sk)
+        linearized = with_call
+        sk = t
+        row = rows[t >> n]
+        # Lift the call entry and its return entry out of the list.
+        prv[nxt[node]] = prv[node]
+        nxt[prv[node]] = nxt[node]
+        if complete[node] is not None:
+            back = n + node
+            prv[nxt[back]] = prv[back]
+            nxt[prv[back]] = nxt[back]
+            remaining -= 1
+            if not remaining:
+                return _SearchResult(Verdict.VALID, calls, explored)
+        else:
+            waits = follower[node]
+            if waits:  # linked in where it belongs, now that its leader is linearized
+                after = following[waits]
+                while (  # the first entry after it still in the list (the tail's bit is never set)
+                    linearized >> (after - n) & 1
+                    if after >= n
+                    else linearized >> after & 1
+                    or (after in leader_of and not linearized >> leader_of[after] & 1)
+                ):
+                    after = following[after]
+                before = prv[after]
+                nxt[before] = waits
+                prv[waits] = before
+                nxt[waits] = after
+                prv[after] = waits
+        node = nxt[head]
 
-        before = previous_same[node]
-        if before < 0 or linearized >> before & 1:
-            new_state = memo[node].get(state, _UNTRIED)
-            if new_state is _UNTRIED:
-                new_state = step(state, inputs[node], outputs[node], outcomes[node])
-                if memo_room:
-                    memo_room -= 1
-                    moves = memo[node]
-                    if moves is no_moves:
-                        moves = memo[node] = {}
-                    moves[state] = new_state
-                    cache_bytes += _MEMO_ENTRY_BYTES
-            if new_state is not None:
-                key = (linearized | 1 << node, new_state)
-                if key not in cache:
-                    cache_add(key)
-                    explored += 1
-                    if explored >= next_look:
-                        if explored > max_states:
-                            reason = f"state budget of {max_states} states exhausted"
-                            return _SearchResult(Verdict.UNKNOWN, best.order, explored, reason=reason)
-                        weight = entry_bytes + state_bytes(new_state)
-                        cache_bytes += (explored - looked_at) * weight
-                        looked_at = explored
-                        if cache_bytes > max_bytes:
-                            reason = (
-                                f"memory budget of {_megabytes(max_bytes)} exhausted "
-                                f"({explored} cached states, about {_megabytes(cache_bytes)})"
-                            )
-                            return _SearchResult(Verdict.UNKNOWN, best.order, explored, reason=reason)
-                        if _must_stop(perf_counter(), search_started, explored, stop_at):
-                            return _SearchResult(Verdict.UNKNOWN, best.order, explored, reason=_OUT_OF_TIME)
-                        if explored > 1:
-                            memo_room, memo_later = memo_room + memo_later, 0
-                        room = (max_bytes - cache_bytes) // (2 * weight)
-                        next_look = min(explored + max(1, min(_TIME_CHECK_EVERY, room)), max_states + 1)
-                    push_call(node)
-                    push_state(state)
-                    linearized = key[0]
-                    state = new_state
-                    # Lift the call entry and its return entry out of the list.
-                    prv[nxt[node]] = prv[node]
-                    nxt[prv[node]] = nxt[node]
-                    if complete[node] is not None:
-                        back = n + node
-                        prv[nxt[back]] = prv[back]
-                        nxt[prv[back]] = nxt[back]
-                        remaining -= 1
-                        if remaining == 0:
-                            return _SearchResult(Verdict.VALID, stack_calls.copy(), explored)
-                    node = nxt[head]
-                    continue
-        node = nxt[node]
+
+def _unknown(best: _SearchResult, explored: int, reason: str) -> _SearchResult:
+    """The verdict `unknown` with the longest linearizable prefix found so far."""
+    return _SearchResult(Verdict.UNKNOWN, best.order, explored, reason=reason)
 
 
 def _must_stop(now: float, started: float, explored: int, stop_at: float) -> bool:
