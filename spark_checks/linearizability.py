@@ -25,12 +25,15 @@ The algorithm (Wing & Gong 1993, Lowe 2017, as in Porcupine's ``checker.go`` and
       state's number shifted above them); each state has a row of successors by call,
       filled as the search steps (the model's ``step`` is pure: Porcupine's etcd_002 takes
       364,000 steps over 143 distinct (call, state) pairs), in which return entries are
-      marked too, so the walk reads one slot per entry. Against a search keyed on (bits,
-      state) tuples with a step memo per call and a symmetry test on every entry, measured
-      with callgrind on Porcupine's 108 logs (one check each, after a first): the median
-      check 1.92 M instructions against 2.47 M, etcd_090 0.88 M against 1.40 M, the four
-      hard etcd logs and all 108 checks in the table of the README; the same states
-      explored and the same evidence on every one of them.
+      marked too, so the walk reads one slot per entry. Against the search it replaced
+      (configurations as (bits, state) tuples, a step memo per call opened past 256 states,
+      a symmetry test on every entry), measured with callgrind on Porcupine's 108 logs (the
+      bench's check window, split and evidence included, once each after a first run): the
+      median check 1.90 M instructions against 2.47 M, etcd_090 0.87 M against 1.40 M; the
+      hard logs little changed (etcd_007 0.71 G against 0.87 G, etcd_002 1.40 G against
+      1.35 G, etcd_057 and etcd_099 within 1%), all 108 checks 5.08 G against 5.25 G: what
+      is left there is the pushes and pops of the walk, about 20 bytecodes each, not the
+      steps. Same states explored and the same evidence on every one of the 108.
     * The history is linearizable when every call that must be placed has been.
 
 Semantics of outcomes (Jepsen's operation types, as Knossos and Porcupine read them)
