@@ -63,6 +63,13 @@ def _log4j2_file() -> Path:
     return path
 
 
+LOCAL_DRIVER_MEMORY = "4g"
+"""The driver's heap in local mode, where the driver JVM also runs every task: Spark's default
+(1g) ran out (`OutOfMemoryError: Java heap space`) checking a 10^7-operation Parquet history,
+whose whole-history part one task holds. A cluster's driver keeps its own setting; `--conf
+spark.driver.memory=...` overrides this one."""
+
+
 def driver_java_options(history_bytes: int) -> str:
     """The JVM options of the driver (which runs the tasks in local mode): quiet logs, and the
     compilers for jobs over `history_bytes` of histories (`LONG_JOB_BYTES`)."""
@@ -106,6 +113,8 @@ def spark_session(
         .config("spark.driver.extraJavaOptions", java_options)
         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
     )
+    if (master or DEFAULT_MASTER).startswith("local"):
+        builder = builder.config("spark.driver.memory", LOCAL_DRIVER_MEMORY)
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     from pyspark import SparkContext

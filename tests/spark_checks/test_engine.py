@@ -312,6 +312,16 @@ def test_the_jvm_compiles_fully_only_for_long_jobs() -> None:
 
 
 @pytest.mark.spark
+def test_a_local_driver_gets_the_heap_a_large_history_needs(spark) -> None:
+    # In local mode the driver JVM runs every task: Spark's 1g default ran out of heap on a
+    # 10^7-operation Parquet history (bench.verify_scale); the session asks for more.
+    from spark_checks.spark_session import LOCAL_DRIVER_MEMORY
+
+    assert spark.sparkContext.getConf().get("spark.driver.memory") == LOCAL_DRIVER_MEMORY
+    assert spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory() > 2 * 1024**3
+
+
+@pytest.mark.spark
 def test_a_spark_verification_reports_its_tasks_as_they_finish(spark, kafka_files, monkeypatch):
     from spark_checks import engine
 
