@@ -196,6 +196,7 @@ class Blocking:
         return input.key
 '''
 
+
 def run_blocking(tmp_path: Path, keys: list[str], *flags: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "blocking.py").write_text(BLOCKING_MODEL)
     lines = [
