@@ -138,7 +138,7 @@ def test_a_known_extension_decides_the_keeping_without_reading_the_file(
     """The engine sniffs each file's first bytes when it opens it; the choice to keep its
     operations for the lookup goes by a known extension, and sniffs only a file without one."""
     sniffed: list[str] = []
-    real = batch.sniff_format
+    real = readers.sniff_format
 
     def counted(path: str) -> str:
         sniffed.append(Path(path).name)
