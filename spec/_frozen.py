@@ -26,6 +26,7 @@ classes stay ordinary frozen, slotted dataclasses, and equality, hashing, constr
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, cast
@@ -95,8 +96,11 @@ def fast_init(cls: type[D]) -> type[D]:
             parameters.append(f"{name}={value}" if value else name)
         body.append(f"    _set_{name}(self, {name})")
     source = f"def __init__(self, {', '.join(parameters)}):\n" + "\n".join(body or ["    pass"]) + "\n"
-    init = _compile("__init__", source, namespace)
+    # The module's names first, so the annotations copied below resolve (`typing.get_type_hints`):
+    # tools that build instances from the signature, such as CrossHair, need the field types.
+    init = _compile("__init__", source, {**vars(sys.modules[cls.__module__]), **namespace})
     init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__annotations__ = dict(cls.__init__.__annotations__)
     cls.__init__ = init  # type: ignore[method-assign]
     return cls
 

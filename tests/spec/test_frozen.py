@@ -168,3 +168,14 @@ def test_memoized_functions_answer_as_the_plain_function_and_share_equal_results
     assert same == grown and same is not grown
     assert truncate_to(grown, 1) is truncate_to(same, 1)
     assert truncate_to(grown, 1) == ReplicaLog(0, (Record(0, 1),), 0, (EpochEntry(0, 0),))
+
+
+def test_fast_init_keeps_the_field_types_for_tools_that_read_the_signature() -> None:
+    # CrossHair builds a state's instances from its __init__'s type hints: without them it
+    # tried EpochEntry(2, '') and "found" a TypeError in spec.log.assign_epoch.
+    import typing
+
+    from spec.types import EpochEntry
+
+    hints = typing.get_type_hints(EpochEntry.__init__)
+    assert hints == {"epoch": int, "start_offset": int, "return": type(None)}
