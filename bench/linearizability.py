@@ -145,7 +145,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="runs per file; the median is kept")
     parser.add_argument("--workers", type=int, default=None, help="for the one-process run [default: cores]")
     parser.add_argument("--porcupine-src", type=Path, default=None, help="a checkout of Porcupine's source")
-    parser.add_argument("--porcupine-times", type=int, default=10, help="checks per file in Porcupine's run")
+    parser.add_argument("--porcupine-benchtime", default="1s", help="Go's -benchtime for Porcupine's run")
     arguments = parser.parse_args()
     process_started = time.perf_counter()
     rows = manifest_rows()
@@ -192,14 +192,14 @@ def main() -> None:
     )
     print(f"  its summary: {summary}")
     porcupine = porcupine_side.measure(
-        [path.name for path in files], arguments.porcupine_times, arguments.porcupine_src
+        [path.name for path in files], arguments.porcupine_benchtime, arguments.porcupine_src
     )
     if porcupine is not None and len(porcupine.seconds) == len(files):
         porcupine_all = sum(porcupine.seconds.values())
         porcupine_median_ms = statistics.median(porcupine.seconds.values()) * 1000
         print(
             f"Porcupine {porcupine.revision} ({porcupine.go_version}, GOMAXPROCS=2, its own benchmarks, "
-            f"mean of {porcupine.times} checks per file), measured in this run (load average "
+            f"-benchtime={porcupine.benchtime} per file), measured in this run (load average "
             f"{os.getloadavg()[0]:.1f}): checks of all {len(files)} files {porcupine_all:.3f} s, median "
             f"{porcupine_median_ms:.3f} ms per file"
         )
