@@ -742,8 +742,9 @@ def verify_command(
     from spark_checks.history import HistoryError, Whereabouts
     from spark_checks.parallel import WorkerPool, available_cores
     from spark_checks.report import ReportPathError, check_report_path
+    from spark_checks.user_models import is_user_model  # the engine has imported it already
 
-    if ":" in model and (initial, nil_read, failed_cas) != (None, None, None):
+    if is_user_model(model) and (initial, nil_read, failed_cas) != (None, None, None):
         raise UsageProblem(
             "--initial, --nil-read and --failed-cas are the built-in models' conventions; "
             f"--model {model} reads the values as recorded (its init() gives the initial state)"
@@ -787,7 +788,7 @@ def verify_command(
     pool = WorkerPool(
         workers or available_cores(),
         SEARCHES_MEMORY_BYTES if max_memory_mb is None else None,
-        isolate=":" in model,  # a user's model: its step may never return (WorkerPool.isolate)
+        isolate=is_user_model(model),  # its step may never return (WorkerPool.isolate)
     )
     state = click.get_current_context().ensure_object(RunState)
     whereabouts = state.whereabouts = state.whereabouts or Whereabouts()
