@@ -27,7 +27,7 @@ import operator
 import time
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import overload
+from typing import cast, overload
 
 import orjson
 
@@ -67,6 +67,9 @@ class KafkaContext:
     has_transactions: bool = False  # cross-key cycles (G1c) are searched only then
     prepared: kafka_checker.Assignments | None = field(default=None, compare=False, repr=False)
     """`subscriptions` prepared for many keys' checks (made on first use when None)."""
+    whole_by_keys: bool = False
+    """The whole-history part may be found from the keys' own facts (`WHOLE_FACTS`): set for
+    the first round of the distributed stages (`distributed.subscriptions_context`)."""
 
     def assignments(self) -> kafka_checker.Assignments:
         """`subscriptions` prepared for the per-key checks."""
@@ -88,6 +91,11 @@ class Plan:
 
 
 _INVOKE_INDEX = operator.attrgetter("invoke_index")
+
+WHOLE_FACTS = "whole_history_facts"
+"""The evidence entry by which, on the per-key route (`whole_by_keys`), each key's part hands
+its share of the whole-history part (`kafka_checker.KeyFacts`) and the whole-history part its
+own (`kafka_checker.HistoryFacts`); `whole_by_keys` takes them out before any report."""
 
 CYCLES_PART = "cross-key cycles"
 """The part that holds every data call of a Kafka history, for what needs them all at once:
@@ -330,6 +338,7 @@ def check_key_deciding_commits(
         return late, frozenset()
     ordered = sorted(calls, key=_INVOKE_INDEX)
     options = kafka_options(plan, context)
+    facts: list[kafka_checker.KeyFacts] | None = [] if _by_keys(plan, context) else None
     result, own = kafka_checker.check_kafka_key_deciding_commits(
         json.loads(key_json),
         ordered,
@@ -337,8 +346,72 @@ def check_key_deciding_commits(
         sub_via_inferred=options.sub_via_inferred,
         assignments=context.assignments(),
         deadline=plan.budget.deadline,
+        key_facts=facts,
     )
+    if facts:
+        result.evidence[WHOLE_FACTS] = facts[0].to_json()
     return _with_seconds(result, time.perf_counter() - started), own
+
+
+def _by_keys(plan: Plan, context: KafkaContext) -> bool:
+    """Whether the whole-history part is found from the keys' facts: on the first round of the
+    distributed stages, without `--ww-deps` (ww edges need the version orders of every key
+    at once) and outside Maelstrom (its stats count every call)."""
+    return (
+        context.whole_by_keys
+        and not plan.conventions.get("ww_deps", False)
+        and not maelstrom_kafka.is_maelstrom(plan.conventions)
+    )
+
+
+def whole_by_keys(plan: Plan, results: list[CheckResult]) -> tuple[list[CheckResult], bool]:
+    """On the per-key route, the whole-history part's result made from the facts the parts
+    handed in (`kafka_checker.whole_from_facts`; the facts leave the evidence), and whether
+    the whole-history part must be checked in full instead (a transaction, or a key read a
+    value before its sender was invoked: Elle's graph is searched). A key part without facts
+    (not checked, out of time) leaves the whole-history part unknown, with its reason."""
+    lean: CheckResult | None = None
+    keys: list[kafka_checker.KeyFacts] = []
+    missing: CheckResult | None = None
+    for result in results:
+        facts = result.evidence.pop(WHOLE_FACTS, None)
+        if result.partition == CYCLES_PART:
+            lean = result if facts is not None else None
+            history = facts
+        elif facts is not None:
+            keys.append(kafka_checker.KeyFacts.from_json(facts))
+        elif missing is None:
+            missing = result
+    if lean is None:
+        return results, False
+    if missing is not None:
+        reason = missing.evidence.get("reason", kafka_checker.BUDGET_EXHAUSTED_REASON)
+        whole = unchecked_result(plan, CYCLES_PART, lean.operations, str(reason))
+    else:
+        assert isinstance(history, list)
+        sub_via, inferred, *facts_json = history
+        options = kafka_checker.KafkaOptions(
+            tuple(sub_via),
+            bool(inferred),
+            False,
+            str(plan.conventions.get("unseen", "kafkaspec")),
+        )
+        merged = kafka_checker.whole_from_facts(
+            kafka_checker.HistoryFacts.from_json(facts_json), keys, options
+        )
+        if merged is None:
+            return results, True
+        whole = CheckResult(
+            merged.checker,
+            merged.model,
+            CYCLES_PART,
+            merged.verdict,
+            merged.operations,
+            merged.evidence,
+            merged.conventions,
+            lean.seconds,
+        )
+    return [whole if result is lean else result for result in results], False
 
 
 def _check_cycles(plan: Plan, calls: Sequence[Call]) -> CheckResult:
@@ -347,6 +420,15 @@ def _check_cycles(plan: Plan, calls: Sequence[Call]) -> CheckResult:
     decides which `info` sends committed itself."""
     context = plan.kafka or KafkaContext()
     options = kafka_options(plan, context)
+    if _by_keys(plan, context):
+        # The rest comes from the keys' facts (`whole_by_keys`); the verdict waits for them.
+        history = kafka_checker.history_facts([*calls, *context.subscriptions])
+        facts = [list(options.sub_via or ()), options.inferred(), *cast("list[JsonValue]", history.to_json())]
+        conventions = kafka_checker.unchecked_conventions(options.sub_via)
+        evidence: dict[str, JsonValue] = {WHOLE_FACTS: facts}
+        return CheckResult(
+            "kafka", "kafka", CYCLES_PART, Verdict.VALID, history.operations, evidence, conventions
+        )
     whole = kafka_checker.check_kafka_whole(
         [*calls, *context.subscriptions],
         sub_via=options.sub_via,

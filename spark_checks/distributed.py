@@ -772,9 +772,9 @@ def check_rows(
 
 def subscriptions_context(payloads: Iterable[bytes], committed: frozenset[int] | None) -> KafkaContext:
     """The Kafka context every key's check needs, from the assign/subscribe calls' CALLS
-    payloads (in any order), with the info calls known to have committed."""
-    calls = sorted(decode_part(payloads)[0], key=lambda call: call.invoke_index)
-    return replace(kafka_context(calls), committed_info=committed or frozenset())
+    payloads (in any order), with the info calls known to have committed (None: round one)."""
+    context = kafka_context(sorted(decode_part(payloads)[0], key=lambda call: call.invoke_index))
+    return replace(context, committed_info=committed or frozenset(), whole_by_keys=committed is None)
 
 
 def decode_part(payloads: Iterable[bytes]) -> tuple[list[Call], set[int]]:

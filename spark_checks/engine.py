@@ -56,6 +56,7 @@ from spark_checks.checking import (
     kafka_context,
     partition_key_json,
     split_calls,
+    whole_by_keys,
 )
 from spark_checks.history import (
     Call,
@@ -421,7 +422,7 @@ def _jobs(
     facts = distributed.Facts()
     gathered = job(None, None, facts)
     _raise_check_error(gathered, source, fmt, plan, history)
-    again = gathered.recheck()
+    again = gathered.recheck() | merge_whole_history_part(plan, gathered)
     if plan.model == "kafka" and again:
         if progress is not None:
             progress(f"checking {len(again)} parts again with the cross-key facts")
@@ -429,6 +430,14 @@ def _jobs(
         _raise_check_error(second, source, fmt, plan, history)
         gathered.replace(second)
     return Checked(sorted(gathered.results, key=_result_order), facts.operations, facts.calls)
+
+
+def merge_whole_history_part(plan: Plan, gathered: distributed.Gathered) -> frozenset[str]:
+    """Put the Kafka whole-history part made from the keys' facts among the first round's
+    results (`checking.whole_by_keys`); `{CYCLES_PART}` when it must be checked in full
+    instead, which `_jobs` does in the round that checks parts again."""
+    gathered.results, full = whole_by_keys(plan, gathered.results)
+    return frozenset({CYCLES_PART}) if full else frozenset()
 
 
 def _raise_input_error(

@@ -816,16 +816,8 @@ def _collect(
             out.sub_via_seen.update(assignments.functions)
             pruner = _Pruner(assignments, only)
     if broadcast:
-        # An assignment only prunes what its process tracks, and a process tracks keys only
-        # through its own data calls here: the assignments of other processes, and failed
-        # ones, change nothing (they are most of a key's part when there are many keys).
         out.sub_via_seen.update(call.f for call in ordered if call.f in subscribing)
-        active = {call.process for call in ordered if call.f not in subscribing}
-        ordered = [
-            call
-            for call in ordered
-            if call.f not in subscribing or (call.process in active and call.outcome is not _FAIL)
-        ]
+        ordered = _live_assignments(ordered)
     ordered.sort(key=_order)
     out.ordered = ordered
     states = out.states
@@ -935,6 +927,20 @@ def _collect(
         except (TypeError, ValueError) as error:
             raise _malformed(call, f"expected [offset, value] pairs: {error}") from None
     return out
+
+
+def _live_assignments(calls: list[Call]) -> list[Call]:
+    """`calls` without the assign/subscribe calls that change nothing here: an assignment only
+    prunes what its process tracks, and a process tracks keys only through its own data calls,
+    so the assignments of other processes, and failed ones, go (they are most of a key's part
+    when there are many keys)."""
+    subscribing = SUBSCRIPTION_FUNCTIONS
+    active = {call.process for call in calls if call.f not in subscribing}
+    return [
+        call
+        for call in calls
+        if call.f not in subscribing or (call.process in active and call.outcome is not _FAIL)
+    ]
 
 
 class _Committed:
@@ -1497,16 +1503,25 @@ def _data_calls(collected: _Collected) -> int:
 def _any_edge(collected: _Collected) -> bool:
     """Whether Elle's graph has an edge, without building it: a value polled by a call
     other than its writer, or an `ok` call completed before another call's invocation."""
-    for state in collected.states.values():
-        writer_of = state.writer_of
-        for readers in (state.ok_read, state.other_read):
-            for v, reader in readers.items():
-                writer = writer_of.get(v)
-                if writer is not None and writer is not reader:
-                    return True
-        if len(state.ok_read) + len(state.other_read) > 0 and _several_readers(collected, state):
-            return True
-    calls = [call for call in collected.ordered if call.f in DATA_FUNCTIONS]
+    return any(_wr_edge_of(collected, state) for state in collected.states.values()) or _realtime_edge(
+        collected.ordered
+    )
+
+
+def _wr_edge_of(collected: _Collected, state: _KeyState) -> bool:
+    """A value of this key polled by a call other than its writer (Elle's wr edge)."""
+    writer_of = state.writer_of
+    for readers in (state.ok_read, state.other_read):
+        for v, reader in readers.items():
+            writer = writer_of.get(v)
+            if writer is not None and writer is not reader:
+                return True
+    return len(state.ok_read) + len(state.other_read) > 0 and _several_readers(collected, state)
+
+
+def _realtime_edge(ordered: list[Call]) -> bool:
+    """An `ok` data call completed before another data call was invoked (Elle's realtime edge)."""
+    calls = [call for call in ordered if call.f in DATA_FUNCTIONS]
     done = [c.complete_index for c in calls if c.outcome is _OK and c.complete_index is not None]
     return bool(done) and any(c.invoke_index > min(done) for c in calls)
 
@@ -1964,9 +1979,9 @@ def _unseen_merge_keys(collected: _Collected) -> dict[Key, list[Any]]:
 
 
 def _unseen_merge(
-    collected: _Collected, unseen: str, found: dict[str, list[Record]], deviations: list[JsonValue]
+    keys: dict[Key, list[Any]], unseen: str, found: dict[str, list[Record]], deviations: list[JsonValue]
 ) -> None:
-    keys = _unseen_merge_keys(collected)
+    """Report `_unseen_merge_keys`' keys as `unseen` (Jepsen's way) or name the deviation."""
     if not keys:
         return
     if unseen == "jepsen":
@@ -1984,15 +1999,17 @@ def _unseen_merge(
         )
 
 
-def _no_writer_deviation(collected: _Collected, deviations: list[JsonValue]) -> None:
-    """Name the difference when some value read was sent by no call: Jepsen's analysis throws
-    `:no-writer-of-value` there (its checker answers `:unknown`); the keys report the anomaly
-    `no-writer-of-value`."""
-    keys = sorted(
-        key
-        for key, state in collected.states.items()
-        if state.ok_read.keys() - state.writer_of.keys() or state.other_read.keys() - state.writer_of.keys()
+def _no_writer(state: _KeyState) -> bool:
+    """Some value of this key was read that no call sent."""
+    return bool(
+        state.ok_read.keys() - state.writer_of.keys() or state.other_read.keys() - state.writer_of.keys()
     )
+
+
+def _no_writer_deviation(keys: list[Key], deviations: list[JsonValue]) -> None:
+    """Name the difference when some value read was sent by no call (`keys`: where, sorted):
+    Jepsen's analysis throws `:no-writer-of-value` there (its checker answers `:unknown`); the
+    keys report the anomaly `no-writer-of-value`."""
     if keys:
         deviations.append(
             {
@@ -2001,6 +2018,178 @@ def _no_writer_deviation(collected: _Collected, deviations: list[JsonValue]) -> 
                 "jepsen": "throws :no-writer-of-value, so its checker answers unknown",
             }
         )
+
+
+# ---------------------------------------------------------------------------------------
+# The whole-history part from per-key facts (no transactions, no ww_deps)
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KeyFacts:
+    """One key's share of what the whole-history part reports, found by the key's own check
+    (`check_kafka_key_deciding_commits(..., key_facts=...)`) from the state it builds anyway.
+    `backward_read`: an `ok` call polled a value of the key before the value's sender was
+    invoked (then a cycle exists: the engine checks the whole part in full). `wr_edge`: a
+    value polled by a call other than its sender. `no_writer`: a value polled that no call
+    sent. `sole_reader`/`sole_values`: when exactly one `ok` data call touched the key and it
+    polled values of it without sending to it, that call's invocation index and the values,
+    sorted (Jepsen's unseen merge, if that call is the history's last `ok` data call)."""
+
+    key: Key
+    has_state: bool
+    backward_read: bool
+    wr_edge: bool
+    no_writer: bool
+    sole_reader: int | None
+    sole_values: tuple[Any, ...]
+
+    def to_json(self) -> JsonValue:
+        """These facts as JSON (they travel inside a part's answer)."""
+        return [
+            self.key,
+            self.has_state,
+            self.backward_read,
+            self.wr_edge,
+            self.no_writer,
+            self.sole_reader,
+            list(self.sole_values),
+        ]
+
+    @staticmethod
+    def from_json(data: Any) -> KeyFacts:
+        key, has_state, backward_read, wr_edge, no_writer, sole_reader, values = data
+        return KeyFacts(key, has_state, backward_read, wr_edge, no_writer, sole_reader, tuple(values))
+
+
+@dataclass(frozen=True)
+class HistoryFacts:
+    """What the whole-history part still finds itself when the keys give `KeyFacts`: the
+    calls' count and subscription functions, the data calls' count, whether an `ok` data call
+    completed before another was invoked (a realtime edge), the invocation index of the last
+    `ok` data call (completion order), whether any call is a transaction, and realtime lag."""
+
+    operations: int
+    sub_via_seen: frozenset[str]
+    data_calls: int
+    realtime_edge: bool
+    last_ok_data_call: int | None
+    transactions: bool
+    realtime_lag: dict[str, JsonValue]
+
+    def to_json(self) -> JsonValue:
+        """These facts as JSON (they travel inside a part's answer)."""
+        return [
+            self.operations,
+            sorted(self.sub_via_seen),
+            self.data_calls,
+            self.realtime_edge,
+            self.last_ok_data_call,
+            self.transactions,
+            self.realtime_lag,
+        ]
+
+    @staticmethod
+    def from_json(data: Any) -> HistoryFacts:
+        operations, seen, data_calls, realtime_edge, last, transactions, lag = data
+        return HistoryFacts(operations, frozenset(seen), data_calls, realtime_edge, last, transactions, lag)
+
+
+def _key_facts(key: Key, collected: _Collected) -> KeyFacts:
+    state = collected.states.get(key)
+    if state is None:
+        return KeyFacts(key, False, False, False, False, None, ())
+    reader, values = _sole_reader(key, collected, state)
+    return KeyFacts(
+        key,
+        True,
+        _has_backward_read(collected),
+        _wr_edge_of(collected, state),
+        _no_writer(state),
+        reader,
+        values,
+    )
+
+
+def _sole_reader(key: Key, collected: _Collected, state: _KeyState) -> tuple[int | None, tuple[Any, ...]]:
+    if state.ok_sent or len({id(reader) for reader in state.ok_read.values()}) > 1:
+        return None, ()  # two ok calls touched the key (looked for only where it may be otherwise)
+    touching = [
+        call
+        for call in collected.ordered
+        if call.outcome is _OK and call.f in DATA_FUNCTIONS and any(_parse(call, key))
+    ]
+    if len(touching) != 1:
+        return None, ()
+    writes, reads = _parse(touching[0], key)
+    pairs = (reads or {}).get(key)
+    if writes or not pairs:
+        return None, ()
+    return touching[0].invoke_index, tuple(sorted({pair[1] for pair in pairs}, key=_sort_token))
+
+
+def history_facts(calls: Iterable[Call]) -> HistoryFacts:
+    """`HistoryFacts` of a history's data and assign/subscribe calls: one pass, and realtime
+    lag over the same calls in the same order as `check_kafka_whole`."""
+    ordered = list(calls)
+    operations = len(ordered)
+    seen = frozenset(call.f for call in ordered if call.f in SUBSCRIPTION_FUNCTIONS)
+    if seen:
+        ordered = _live_assignments(ordered)
+    ordered.sort(key=_order)
+    data = [call for call in ordered if call.f in DATA_FUNCTIONS]
+    last = next((call.invoke_index for call in reversed(data) if call.outcome is _OK), None)
+    return HistoryFacts(
+        operations,
+        seen,
+        len(data),
+        _realtime_edge(data),
+        last,
+        any(call.f == "txn" for call in data),
+        realtime_lag_summary(ordered),
+    )
+
+
+def whole_from_facts(
+    history: HistoryFacts, keys: Iterable[KeyFacts], options: KafkaOptions
+) -> CheckResult | None:
+    """`check_kafka_whole`'s result from `history_facts` of its calls and the `KeyFacts` of
+    every key, or None when they cannot give it (a transaction, `ww_deps`, or a backward read,
+    where Elle's graph is searched: `check_kafka_whole` must run).
+
+    Why this is exact: without transactions a send only has wr edges out and a poll only
+    realtime edges out (a realtime edge leaves an `ok` call), and `ww_deps` is off, so along
+    any cycle each step goes to a call invoked later (realtime: invoked after the `ok` call
+    completed; wr followed by realtime: the sender was invoked before the `ok` poll completed,
+    unless the poll read backward), which no cycle can do. So with no backward read there is
+    no cycle, and what remains (an edge at all, the unseen merge, values without a writer)
+    is a union over keys (`_any_edge`, `_unseen_merge_keys`, `_no_writer_deviation`)."""
+    started = time.perf_counter()
+    keys = list(keys)
+    if history.transactions or options.ww_deps or any(facts.backward_read for facts in keys):
+        return None
+    found: dict[str, list[Record]] = {}
+    if not history.realtime_edge and not any(facts.wr_edge for facts in keys):
+        found["empty-transaction-graph"] = [{"nodes": history.data_calls}]
+    deviations: list[JsonValue] = []
+    merged = {
+        facts.key: list(facts.sole_values)
+        for facts in keys
+        if facts.sole_reader is not None and facts.sole_reader == history.last_ok_data_call
+    }
+    _unseen_merge(merged, options.unseen, found, deviations)
+    _no_writer_deviation(sorted(facts.key for facts in keys if facts.no_writer), deviations)
+    used = history.sub_via_seen if options.sub_via is None else set(options.sub_via)
+    return _result(
+        None,
+        found,
+        history.operations,
+        sum(1 for facts in keys if facts.has_state),
+        _conventions(used, options.inferred(), "whole history", options.ww_deps, options.unseen),
+        None,
+        started,
+        extra={"deviations_from_jepsen": deviations, "realtime_lag": history.realtime_lag},
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -2120,6 +2309,7 @@ def _check(
     decided: list[frozenset[int]] | None = None,
     deadline: float = math.inf,
     scope: str = _SCOPE_ALL,
+    key_facts: list[KeyFacts] | None = None,
 ) -> CheckResult:
     # The analysis allocates millions of small acyclic objects; the cyclic collector would
     # rescan them over and over (~15% of the time) and can free nothing.
@@ -2129,7 +2319,16 @@ def _check(
     calls = calls if isinstance(calls, list) else list(calls)
     try:
         return _check_all(
-            calls, only, options, committed_info, max_per_type, assignments, decided, deadline, scope
+            calls,
+            only,
+            options,
+            committed_info,
+            max_per_type,
+            assignments,
+            decided,
+            deadline,
+            scope,
+            key_facts,
         )
     except _OutOfTimeError:
         if decided is not None:
@@ -2155,6 +2354,7 @@ def _check_all(
     decided: list[frozenset[int]] | None = None,
     deadline: float = math.inf,
     scope: str = _SCOPE_ALL,
+    key_facts: list[KeyFacts] | None = None,
 ) -> CheckResult:
     started = time.perf_counter()
     _check_clock(deadline)
@@ -2172,11 +2372,15 @@ def _check_all(
             _analyze_key(key, state, committed, found, g1a_targets)
         if g1a_targets:
             _g1a(collected, only, g1a_targets, found)
+    if key_facts is not None and only is not None:
+        key_facts.append(_key_facts(only, collected))
     if only is None:
         _cycles(collected, committed, found, options.ww_deps, deadline)
         deviations: list[JsonValue] = []
-        _unseen_merge(collected, options.unseen, found, deviations)
-        _no_writer_deviation(collected, deviations)
+        _unseen_merge(_unseen_merge_keys(collected), options.unseen, found, deviations)
+        _no_writer_deviation(
+            sorted(k for k, state in collected.states.items() if _no_writer(state)), deviations
+        )
         extra["deviations_from_jepsen"] = deviations
         extra["realtime_lag"] = realtime_lag_summary(collected.ordered)
     used = collected.sub_via_seen if options.sub_via is None else set(options.sub_via)
@@ -2274,14 +2478,17 @@ def check_kafka_key_deciding_commits(
     sub_via_inferred: bool | None = None,
     assignments: Assignments | None = None,
     deadline: float = math.inf,
+    key_facts: list[KeyFacts] | None = None,
 ) -> tuple[CheckResult, frozenset[int]]:
     """`check_kafka_key(key, calls, committed_info=committed_info_calls(calls))` and that
     set, for `calls` that are `split_call` pieces of `key` alone: the info calls whose sends
     this part shows committed, found in the check's own pass over the calls (a second pass
-    cost a fifth of a part's check). A part that ran out of time decides no call."""
+    cost a fifth of a part's check). A part that ran out of time decides no call. With
+    `key_facts`, the key's `KeyFacts` are appended to it (none when it ran out of time)."""
     decided: list[frozenset[int]] = []
     options = _options(sub_via, sub_via_inferred, False, "kafkaspec")
-    result = _check(calls, _norm_key(key), options, None, None, assignments, decided, deadline)
+    key = _norm_key(key)
+    result = _check(calls, key, options, None, None, assignments, decided, deadline, key_facts=key_facts)
     return result, decided[0]
 
 

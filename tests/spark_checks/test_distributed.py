@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from spark_checks import distributed
 from spark_checks.checking import Plan
-from spark_checks.engine import VerifyOptions, verify_history
+from spark_checks.engine import VerifyOptions, merge_whole_history_part, verify_history
 from spark_checks.history import (
     Call,
     CheckResult,
@@ -84,7 +84,7 @@ def run_stages(plan: Plan, path: Path, count: int) -> list[CheckResult]:
             facts.add(kind, split, line, payload)
     assert facts.first_error() is None
     gathered = distributed.gather(distributed.check_rows(plan, parts, None))
-    again = gathered.recheck()
+    again = gathered.recheck() | merge_whole_history_part(plan, gathered)
     if again:
         chosen = {part: parts[part] for part in again | {distributed.SUBSCRIPTIONS_PART}}
         gathered.replace(

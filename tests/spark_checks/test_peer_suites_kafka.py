@@ -25,6 +25,7 @@ a named deviation (`deviations_from_jepsen: unseen-merge`).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import random
@@ -35,8 +36,24 @@ from typing import Any
 
 import pytest
 
-from spark_checks.history import Operation, OpType, pair_calls
-from spark_checks.kafka_checker import check_kafka
+from spark_checks import kafka_checker
+from spark_checks.checking import CYCLES_PART
+from spark_checks.engine import VerifyOptions, verify_history
+from spark_checks.history import Call, CheckResult, Operation, OpType, Outcome, pair_calls
+from spark_checks.kafka_checker import (
+    DATA_FUNCTIONS,
+    SUBSCRIPTION_FUNCTIONS,
+    Assignments,
+    KafkaOptions,
+    KeyFacts,
+    check_kafka,
+    check_kafka_key_deciding_commits,
+    check_kafka_whole,
+    history_facts,
+    split_call,
+    whole_from_facts,
+)
+from spark_checks.readers import write_jsonl
 from tests.helpers import run_cli
 from tests.spark_checks import test_jepsen_parity as parity
 
@@ -949,10 +966,18 @@ def test_a_value_nobody_sent_is_kafkaspecs_named_deviation() -> None:
 KEYS = ("x", "y", "z")
 
 
-def random_history(rng: random.Random, processes: int = 3, max_calls: int = 14) -> list[Operation]:
+def random_history(
+    rng: random.Random,
+    processes: int = 3,
+    max_calls: int = 14,
+    transactions: bool = True,
+    keys_per_poll: int = 2,
+) -> list[Operation]:
     """Concurrent calls over a small log per key, with a fault now and then: a send given a
     wrong offset or taking effect before it completes, a poll that skips, repeats, reorders
-    or reads a value sent only later, a crashed or failed call, a value sent twice."""
+    or reads a value sent only later, a crashed or failed call, a value sent twice. Without
+    `transactions`, sends (to one or several keys) and polls (of up to `keys_per_poll` keys)
+    only."""
     calls = rng.randint(1, max_calls)
     logs: dict[str, list[Any]] = {k: [] for k in KEYS}
     sent: list[tuple[str, Any]] = []
@@ -969,7 +994,7 @@ def random_history(rng: random.Random, processes: int = 3, max_calls: int = 14) 
 
     def poll_result() -> dict[str, list[list[Any]]]:
         result: dict[str, list[list[Any]]] = {}
-        for key in rng.sample(KEYS, rng.randint(0, 2)):
+        for key in rng.sample(KEYS, rng.randint(0, keys_per_poll)):
             log = logs[key]
             start = rng.randint(0, len(log))
             pairs = [[o, v] for o, v in enumerate(log)][start : start + rng.randint(0, 3)]
@@ -1022,7 +1047,9 @@ def random_history(rng: random.Random, processes: int = 3, max_calls: int = 14) 
             continue
         if len(operations) >= 2 * calls:
             continue
-        f = rng.choices(["send", "poll", "txn", "assign", "subscribe"], [5, 4, 3, 1, 1])[0]
+        f = rng.choices(
+            ["send", "poll", "txn", "assign", "subscribe"], [5, 4, 3 if transactions else 0, 1, 1]
+        )[0]
         value: Any
         if f in ("assign", "subscribe"):
             value = sorted(rng.sample(KEYS, rng.randint(1, 3)))
@@ -1195,3 +1222,109 @@ def test_jepsen_edn_through_verify_gives_the_same_types(
     allowed = {sentence["type"] for sentence in document["explanations"] if sentence["allowed"]}
     assert allowed == expected & set(history["conventions"]["allowed_error_types"])
     assert history["verdict"] == ("valid" if expected == allowed else "invalid")
+
+
+# ---------------------------------------------------------------------------------------
+# The whole-history part found from the keys (no transactions, no ww-deps)
+# ---------------------------------------------------------------------------------------
+
+
+def plain_history(seed: int) -> list[Operation]:
+    """A random history without transactions: sends to one or several keys, polls of up to
+    three keys, stale and future reads, crashed and failed calls, assign/subscribe."""
+    rng = random.Random(seed)
+    processes, calls = rng.randint(2, 4), rng.randint(3, 30)
+    return random_history(rng, processes, calls, transactions=False, keys_per_poll=3)
+
+
+def whole_by_keys(calls: list[Call], unseen: str) -> CheckResult | None:
+    """The whole-history part as the engines find it without transactions: each key's own
+    check hands in its `KeyFacts` (from its `split_call` pieces), `history_facts` the rest."""
+    subscriptions = [call for call in calls if call.f in SUBSCRIPTION_FUNCTIONS]
+    data = [call for call in calls if call.f in DATA_FUNCTIONS]
+    pieces: dict[str, list[Call]] = defaultdict(list)
+    for call in data:
+        for key, piece in split_call(call):
+            pieces[key].append(piece)
+    assignments = Assignments(subscriptions)
+    facts: list[KeyFacts] = []
+    for key, part in pieces.items():
+        check_kafka_key_deciding_commits(key, part, assignments=assignments, key_facts=facts)
+    assert len(facts) == len(pieces)
+    return whole_from_facts(history_facts([*data, *subscriptions]), facts, KafkaOptions(unseen=unseen))
+
+
+def comparable(result: CheckResult) -> tuple[Any, ...]:
+    return (result.verdict, result.operations, result.evidence, result.conventions)
+
+
+@pytest.mark.parametrize("unseen_mode", ["kafkaspec", "jepsen"])
+def test_the_keys_give_the_whole_history_part_without_transactions(unseen_mode: str) -> None:
+    # Without transactions or ww edges, a cycle exists iff some ok poll read a value whose
+    # send was invoked after the poll completed (`whole_from_facts`' docstring): then the
+    # keys give None (the engines check the whole part in full), else every figure of the
+    # whole-history part, equal to `check_kafka_whole`'s; the restatement agrees on cycles.
+    routes = {"by keys": 0, "in full": 0}
+    for seed in range(1000):
+        operations = plain_history(seed)
+        calls = list(pair_calls(operations))
+        whole = check_kafka_whole(calls, unseen=unseen_mode)
+        found = whole_by_keys(calls, unseen_mode)
+        cycle = any(name in CYCLE_TYPES for name in whole.evidence["anomaly_counts"])
+        # Jepsen throws on a value read that was never sent (the deviation, tested above).
+        with contextlib.suppress(NoWriterOfValueError):
+            assert cycle == any(name in CYCLE_TYPES for name in jepsen_error_types(as_ops(operations)))
+        if found is None:
+            routes["in full"] += 1
+            assert cycle, seed
+        else:
+            routes["by keys"] += 1
+            assert comparable(found) == comparable(whole), (seed, operations)
+    assert min(routes.values()) > 10, routes  # both routes taken, so both are compared
+
+
+def test_a_transaction_or_ww_deps_keeps_the_whole_history_part_whole() -> None:
+    history = crashed_txn_history(send_a=True)
+    calls = list(pair_calls(history.operations))
+    facts = history_facts(calls)
+    assert facts.transactions and whole_from_facts(facts, [], KafkaOptions()) is None
+    plain = list(pair_calls(plain_history(1)))
+    assert whole_from_facts(history_facts(plain), [], KafkaOptions(ww_deps=True)) is None
+
+
+def test_the_local_engine_finds_the_whole_history_part_from_the_keys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Through the stages (`distributed`, pieces shipped as the engines ship them), with the
+    # whole-history part checked in full only where a key found a read from the future.
+    whole_checks: list[int] = []
+    full_check = kafka_checker.check_kafka_whole
+
+    def counted(*args: Any, **kwargs: Any) -> CheckResult:
+        whole_checks.append(1)
+        return full_check(*args, **kwargs)
+
+    monkeypatch.setattr(kafka_checker, "check_kafka_whole", counted)
+    routes = {"by keys": 0, "in full": 0}
+    for seed in range(60):
+        operations = plain_history(seed)
+        path = tmp_path / f"history-{seed}.jsonl"
+        write_jsonl(path, operations)
+        for unseen_mode in ("kafkaspec", "jepsen"):
+            del whole_checks[:]
+            report = verify_history(path, VerifyOptions(engine="local", conventions={"unseen": unseen_mode}))
+            (part,) = [result for result in report.results if result.partition == CYCLES_PART]
+            calls = list(pair_calls(operations))
+            # The engines' sub_via: the assign/subscribe functions of the calls that did not fail.
+            used = {
+                call.f
+                for call in calls
+                if call.f in SUBSCRIPTION_FUNCTIONS and call.outcome is not Outcome.FAIL
+            }
+            expected = full_check(calls, sub_via=used, sub_via_inferred=True, unseen=unseen_mode)
+            assert comparable(part) == comparable(expected), (seed, unseen_mode)
+            cycle = any(name in CYCLE_TYPES for name in expected.evidence["anomaly_counts"])
+            assert len(whole_checks) == cycle, seed
+            routes["in full" if cycle else "by keys"] += 1
+            assert all("whole_history_facts" not in result.evidence for result in report.results)
+    assert min(routes.values()) > 2, routes
