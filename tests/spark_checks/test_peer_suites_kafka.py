@@ -39,7 +39,7 @@ import pytest
 from spark_checks import kafka_checker
 from spark_checks.checking import CYCLES_PART
 from spark_checks.engine import VerifyOptions, verify_history
-from spark_checks.history import Call, CheckResult, Operation, OpType, Outcome, pair_calls
+from spark_checks.history import Call, CheckResult, Operation, OpType, Outcome, Verdict, pair_calls
 from spark_checks.kafka_checker import (
     DATA_FUNCTIONS,
     SUBSCRIPTION_FUNCTIONS,
@@ -50,10 +50,11 @@ from spark_checks.kafka_checker import (
     check_kafka_key_deciding_commits,
     check_kafka_whole,
     history_facts,
+    realtime_lag_summary,
     split_call,
     whole_from_facts,
 )
-from spark_checks.readers import write_jsonl
+from spark_checks.readers import open_history, write_jsonl
 from tests.helpers import run_cli
 from tests.spark_checks import test_jepsen_parity as parity
 
@@ -1328,3 +1329,88 @@ def test_the_local_engine_finds_the_whole_history_part_from_the_keys(
             routes["in full" if cycle else "by keys"] += 1
             assert all("whole_history_facts" not in result.evidence for result in report.results)
     assert min(routes.values()) > 2, routes
+
+
+def engine_results(report: Any) -> list[tuple[Any, ...]]:
+    return [(result.partition, *comparable(result)) for result in report.results]
+
+
+def test_ww_deps_transactions_and_fail_fast_through_the_local_engine(tmp_path: Path) -> None:
+    # --ww-deps and a transaction take the whole-history part whole (check_kafka_whole's own
+    # result); --fail-fast may leave it unknown, never half-made; no key's facts leak out.
+    plain, txn = tmp_path / "plain.jsonl", tmp_path / "txn.jsonl"
+    write_jsonl(plain, plain_history(7))
+    write_jsonl(txn, crashed_txn_history(send_a=True).operations)
+    for path, conventions in ((plain, {"ww_deps": True}), (txn, {}), (txn, {"unseen": "jepsen"})):
+        report = verify_history(path, VerifyOptions(engine="local", conventions=conventions))
+        (part,) = [result for result in report.results if result.partition == CYCLES_PART]
+        calls = list(pair_calls(read_operations(path)))
+        used = {
+            call.f for call in calls if call.f in SUBSCRIPTION_FUNCTIONS and call.outcome is not Outcome.FAIL
+        }
+        ww_deps, unseen = bool(conventions.get("ww_deps")), str(conventions.get("unseen", "kafkaspec"))
+        expected = check_kafka_whole(
+            calls, sub_via=used, sub_via_inferred=True, ww_deps=ww_deps, unseen=unseen
+        )
+        assert comparable(part) == comparable(expected), (path, conventions)
+    for seed in range(40):
+        path = tmp_path / f"fail-fast-{seed}.jsonl"
+        write_jsonl(path, plain_history(seed))
+        report = verify_history(path, VerifyOptions(engine="local", fail_fast=True))
+        everything = verify_history(path, VerifyOptions(engine="local"))
+        assert report.verdict is everything.verdict
+        for result in report.results:
+            assert "whole_history_facts" not in result.evidence
+            if result.partition == CYCLES_PART and result.verdict is not Verdict.UNKNOWN:
+                (whole,) = [r for r in everything.results if r.partition == CYCLES_PART]
+                assert comparable(result) == comparable(whole)
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_the_spark_engine_takes_both_routes_as_the_local_engine(tmp_path: Path, spark: Any) -> None:
+    # A history with a read from the future (the whole-history part checked again in full)
+    # and one without (made from the keys' facts), on Spark with byte ranges so small that
+    # calls cross them: the same results as the local engine.
+    futures = {
+        seed: any(name in CYCLE_TYPES for name in kafkaspec_types(plain_history(seed))) for seed in range(40)
+    }
+    chosen = [
+        next(seed for seed, cycle in futures.items() if cycle),
+        next(s for s, c in futures.items() if not c),
+    ]
+    for seed in chosen:
+        path = tmp_path / f"history-{seed}.jsonl"
+        write_jsonl(path, plain_history(seed))
+        local = verify_history(path, VerifyOptions(engine="local"))
+        ranged = verify_history(path, VerifyOptions(engine="spark", spark_range_bytes=512), spark=spark)
+        assert engine_results(ranged) == engine_results(local), seed
+
+
+def test_realtime_lag_is_not_a_function_of_one_key() -> None:
+    # Jepsen's realtime lag of (process, key) is measured at each of the process's polls while
+    # it holds the key, whichever keys the poll read: a poll of y alone, later, makes x's lag
+    # greater. So one key's calls do not give its lag: the whole-history part measures it.
+    def history(y_poll_time: int) -> list[Call]:
+        h = parity.History()
+        h.o(0, 0, "invoke", "send", [["send", "x", 1]]).o(1, 0, "ok", "send", [["send", "x", [0, 1]]])
+        h.o(2, 1, "invoke", "assign", ["x", "y"]).o(3, 1, "ok", "assign", ["x", "y"])
+        h.o(4, 0, "invoke", "send", [["send", "x", 2]]).o(5, 0, "ok", "send", [["send", "x", [1, 2]]])
+        h.o(6, 1, "invoke", "poll", [["poll"]]).o(7, 1, "ok", "poll", [["poll", {"x": [[0, 1]]}]])
+        h.o(y_poll_time, 1, "invoke", "poll", [["poll"]]).o(y_poll_time + 1, 1, "ok", "poll", [["poll", {}]])
+        return list(pair_calls(h.operations))
+
+    def lag_of_x(calls: list[Call]) -> Any:
+        lags = realtime_lag_summary(calls)["by_process_key"]
+        assert isinstance(lags, list)
+        return [lag["max_lag"] for lag in lags if lag["process"] == 1 and lag["key"] == "x"]
+
+    early, late = history(8), history(20)
+    assert [call for call in early if "x" in str(call.output)] == [
+        call for call in late if "x" in str(call.output)
+    ]
+    assert lag_of_x(early) == [8 - 5] and lag_of_x(late) == [20 - 5]
+
+
+def read_operations(path: Path) -> list[Operation]:
+    return list(open_history(path)[1])
