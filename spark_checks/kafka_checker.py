@@ -124,6 +124,10 @@ assign/subscribe, which the caller must add to every part. `check_kafka_key` che
 for results equal to `check_kafka`'s; without it a key uses its own evidence only. Cycles,
 `empty-transaction-graph`, realtime lag and the unseen merge need the whole history:
 `check_kafka` finds them, and `check_kafka_whole` finds only them (the engines' extra part).
+Without transactions and `ww_deps` all of them but realtime lag follow from per-key facts
+(`KeyFacts`, which `check_kafka_key_deciding_commits` hands in; `whole_from_facts` has the
+proof), so the extra part then only measures realtime lag (`history_facts`). Realtime lag is
+not per key: a (process, key) lag is measured at each of the process's polls, of any key.
 
 Cost: one pass over the calls into per-key dicts keyed by offset and value, then one pass per
 key; about 10^5 calls/s in CPython. Every check takes a `deadline` (a `time.time()` instant,
