@@ -8,8 +8,8 @@ What it is
 
 The algorithm (Wing & Gong 1993, Lowe 2017, as in Porcupine's ``checker.go`` and Knossos's
 ``knossos.wgl``; restated here, not copied)
-    * The calls of one partition become a doubly linked list of call and return entries
-      in history order (by the history indices of the invocation and completion).
+    * The calls of one partition, in invocation order, become a doubly linked list of
+      call entries; each completion is a return entry at its place in history order.
     * A depth-first search walks the list from its head. A call entry reached before any
       return entry is *minimal*: no unlinearized call completed before it was invoked, so
       it may be linearized next. If the model accepts it, the call (and its return entry)
@@ -20,20 +20,27 @@ The algorithm (Wing & Gong 1993, Lowe 2017, as in Porcupine's ``checker.go`` and
     * A cache of configurations (linearized set, model state) prunes those already
       explored: the rest of the search depends on nothing else.
     * Every operation on a configuration is a list index or an integer operation, with the
-      tables made once per part (`_search`): model states are interned as numbers on first
-      sight; a configuration is one integer (the linearized calls' bits or'ed with the
-      state's number shifted above them); each state has a row of successors by call,
-      filled as the search steps (the model's ``step`` is pure: Porcupine's etcd_002 takes
-      364,000 steps over 143 distinct (call, state) pairs), in which return entries are
-      marked too, so the walk reads one slot per entry. Against the search it replaced
-      (configurations as (bits, state) tuples, a step memo per call opened past 256 states,
-      a symmetry test on every entry), measured with callgrind on Porcupine's 108 logs (the
+      tables made once per part (`_search`): model states are interned as small numbers on
+      first sight; a configuration is one integer (the linearized calls' bits or'ed with the
+      state's number shifted above them); each state has a row of successors by call, filled
+      as the search steps (the model's ``step`` is pure: Porcupine's etcd_002 takes 364,000
+      steps over 143 distinct (call, state) pairs), so the walk reads one slot per entry.
+      Against configurations as (bits, state) tuples with a step memo per call and a
+      symmetry test on every entry, measured with callgrind on Porcupine's 108 logs (the
       bench's check window, split and evidence included, once each after a first run): the
-      median check 1.90 M instructions against 2.47 M, etcd_090 0.87 M against 1.40 M; the
-      hard logs little changed (etcd_007 0.71 G against 0.87 G, etcd_002 1.40 G against
-      1.35 G, etcd_057 and etcd_099 within 1%), all 108 checks 5.08 G against 5.25 G: what
-      is left there is the pushes and pops of the walk, about 20 bytecodes each, not the
-      steps. Same states explored and the same evidence on every one of the 108.
+      median check 1.90 M instructions against 2.47 M, all 108 checks 5.08 G against 5.25 G.
+    * The return entries are not list nodes (`_search`): the walk's dead end is the return
+      entry of the unlinearized required call that completed first, and the call entries
+      before it are exactly the calls invoked before that completion, those numbered below
+      ``cutoff``. So the list starts linked in invocation order (no sort of the
+      entries, no linking loop), a push or pop moves one node, and ``cutoff`` moves only
+      when that call itself is linearized. The stack holds each configuration whole, so a
+      pop is one unpacking. Against return entries as nodes (a sort of all entries, two
+      nodes moved per push and pop, two stacks), measured the same way on the 12 etcd logs
+      around the median (etcd_009, 026, 027, 033, 039, 042, 052, 058, 063, 067, 084, 096):
+      1.62 M instructions per check against 1.86 M (the walk's bytecodes per check 29,500
+      against 36,400), all 108 checks 4.75 G against 5.08 G. Same states explored and
+      the same evidence on every one of the 108.
     * The history is linearizable when every call that must be placed has been.
 
 Semantics of outcomes (Jepsen's operation types, as Knossos and Porcupine read them)
@@ -64,8 +71,8 @@ Budget
     bit sets and model states (so a kv history whose appended values grow long is bounded by
     memory, not only by the number of states). When any runs out the verdict is ``unknown``
     with the reason, never a guess. The clock is read when a search starts, then every
-    `_TIME_CHECK_EVERY` cache insertions and as often when backtracking (a walk through cached
-    configurations adds nothing); a search of a few hundred states reads it once.
+    `_LOOK_EVERY` pushes and pops (a walk through cached configurations adds nothing to the
+    cache but pops); a search of a few hundred states reads it once.
     Freeing the cache costs time too (a quarter of the time spent filling it, measured here:
     1.4 s for 2 million kv entries; it made ``--max-seconds`` overshoot by 4-20 s with the old
     unbounded cache), so the search stops early enough to free it before the deadline.
@@ -84,14 +91,13 @@ Evidence
 from __future__ import annotations
 
 import gc
-import itertools
 import math
 import operator
 import sys
 import time
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from reference.models import MODEL_CLASSES, Observed, Prepared, SequentialModel, resolve_conventions
 from spark_checks import traceable, user_models
@@ -103,7 +109,7 @@ MODELS: Final[dict[str, SequentialModel[Any]]] = {name: cls() for name, cls in M
 """The sequential models by name: register, cas-register, kv, multi-register, mutex, fifo-queue,
 kafka-log (see `reference.models`)."""
 
-_TIME_CHECK_EVERY: Final = 256  # cache insertions, or backtracks, between two looks at the budgets
+_LOOK_EVERY: Final = 512  # pushes and pops (cache insertions and backtracks) between two looks at the budgets
 DEFAULT_MAX_MEMORY_BYTES: Final = 512 * 1024 * 1024
 """The default cache budget per partition: with the interpreter and the history this keeps a
 check under 1 GB of resident memory (c50-bad measured 2.8 GB at the default time budget
@@ -120,7 +126,6 @@ of the memory budget; states past it have their steps computed each time (a kv s
 new state at nearly every step, whose row would never be read again)."""
 _IMPOSSIBLE: Final = -1  # a row's slot for a call whose result the state does not allow
 _UNTRIED: Final = -2  # a row's slot for a step not taken yet
-_RETURNING: Final = -3  # a row's slot for a return entry
 _OUT_OF_TIME: Final = "time budget exhausted"
 _RELEASE_SHARE: Final = 0.3
 _RELEASE_SECONDS_MAX: Final = 5e-6
@@ -132,6 +137,7 @@ each; c50-bad's key 0: 1.6 million in 5 s, freed in 1.3 s); both slow down alike
 machine, so the share holds where a fixed cost per entry would not (at a load of 4 per core the
 fixed 1 us per entry left the command 4 s late)."""
 _INVOKE_INDEX: Final = operator.attrgetter("invoke_index")
+_CALL_OF: Final = operator.itemgetter(0)  # the call of an entry of the search's stack
 
 
 def get_model(model_name: str) -> SequentialModel[Any]:
@@ -459,34 +465,46 @@ def _search(
     max_states: int,
     max_bytes: int,
 ) -> _SearchResult:
-    """Porcupine-style WGL search over the linked list of call and return entries, where each
-    operation on a configuration is a list index or an integer operation.
+    """Porcupine-style WGL search, where each operation on a configuration is a list index or an
+    integer operation.
 
-    Call ``i``'s invocation entry is node ``i`` and its completion's node ``n + i`` (required
-    calls only). A model state is interned on first sight as a number shifted above the calls'
-    bits (``sk``), and each of the first states gets a *row* of a slot per node: the ``sk`` of
-    the state after that call, or what the slot holds until then: -1 the call is impossible
-    there, -2 not stepped yet, -3 a return entry. So the walk looks at one slot per entry: a
-    step taken before and a return entry are both told by that list index. A cached
-    configuration is one integer, the linearized calls' bits or'ed with the state's ``sk``. A
-    row starts as a copy of the part's template, made once; the links are made by one sort (in
-    C) and one loop.
+    The list holds the call entries only: node ``i`` is call ``i`` (the ``i``-th invoked), so the
+    nodes start linked in their own order. The return entries are not nodes: the walk's dead
+    end is the first return entry among the unlinearized required calls, that of the call
+    ``by_completion[at]`` (the required calls in completion order; those before ``at`` are
+    linearized), and the call entries before it in history order are the calls invoked before
+    it completed, those numbered below ``cutoff``. So a walk that reaches a node at or past
+    ``cutoff`` has reached that return entry. ``at`` and ``cutoff`` move only when that call
+    itself is linearized.
+
+    A model state is interned on first sight as a small number (its part of a configuration,
+    ``shifted``, is that number shifted above the calls' bits), and each of the first states
+    gets a *row* of a slot per call: the number of the state after that call, or -1 (the call
+    is impossible there) or -2 (not stepped yet). A cached configuration is one integer, the
+    linearized calls' bits or'ed with the state's shifted number. A row starts as a copy of the
+    part's template, made once.
+
+    The stack holds, per linearized call, the whole configuration before it (the call, the
+    linearized bits, the state's number and row, ``at``, ``cutoff``, the required calls left),
+    so a backtrack is one pop and relinking one node.
 
     Symmetry: an indeterminate call that has the same prepared effect as an earlier
     indeterminate one (its *leader*) is not in the list until its leader is linearized; it is
-    then linked in before the first entry after it in history order that is still in the list
-    (usually the next one) and unlinked again when the leader is taken back, so the walk never
-    meets a call that must wait and needs no test for it."""
-    complete, inputs, outputs, outcomes = problem.complete, problem.inputs, problem.outputs, problem.outcomes
+    then linked in before the next call after it still in the list, and unlinked again when the
+    leader is taken back, so the walk never meets a call that must wait and needs no test for it.
+
+    Budgets are looked at every `_LOOK_EVERY` pushes and pops together (sooner when the memory
+    is close to its budget, and exactly when the cache passes ``max_states``)."""
+    complete: list[Any] = problem.complete  # an index, or None for an optional call
+    inputs, outputs, outcomes = problem.inputs, problem.outputs, problem.outcomes
     n = len(complete)
     if len(problem.optional) == n:
         return _SearchResult(Verdict.VALID, [], 0)
-    if _must_stop(time.perf_counter(), started, 0, stop_at):  # the next look is up to 256 insertions away
+    if _must_stop(time.perf_counter(), started, 0, stop_at):  # the next look is hundreds of steps away
         return _SearchResult(Verdict.UNKNOWN, [], 0, reason=_OUT_OF_TIME)
-    untried, impossible, returning = _UNTRIED, _IMPOSSIBLE, _RETURNING
-    size = 2 * n + 2
-    head = size - 2
-    template = [untried] * n + [returning] * (n + 2)
+    untried, impossible = _UNTRIED, _IMPOSSIBLE
+    tail, head = n, n + 1
+    template = [untried] * n
     follower = [0] * n  # call -> the call that waits for it (0: none; call 0 waits for nobody)
     leader_of: dict[int, int] = {}  # the other way
     if problem.optional:
@@ -499,183 +517,218 @@ def _search(
                 leader_of[i] = leader
             leaders[signature] = i
 
-    # Entries in history order: the nodes sorted by the history index of their entry (stable,
-    # so a call entry sorts before a return at the same index: closed intervals), then linked.
-    entry_index: list[Any] = [*problem.invoke, *complete, -1, math.inf]  # head and tail last
-    returns = filter(entry_index.__getitem__, range(n, 2 * n))  # the required calls' (never 0)
-    order = sorted(itertools.chain(range(n), returns), key=entry_index.__getitem__)
-    nxt = [0] * size
-    prv = [0] * size
-    before = head
-    for node in order:
-        nxt[before] = node
-        prv[node] = before
-        before = node
-    nxt[before] = size - 1
-    prv[size - 1] = before
-    following = nxt.copy()  # the next entry in history order, present or not
+    # The required calls in completion order; the tail ends them (its bit is never set).
+    required: list[int] = []
+    start = 0
+    for i in problem.optional:  # ascending: the calls between two optional ones are required
+        required += range(start, i)
+        start = i + 1
+    required += range(start, n)
+    by_completion = sorted(required, key=complete.__getitem__)
+    by_completion.append(tail)
+    invoked = [*problem.invoke, math.inf]  # the tail's invocation comes after every completion
+    nxt = list(range(1, n + 3))  # 0 -> 1 -> ... -> n - 1 -> the tail
+    nxt[head] = 0
+    prv = list(range(-1, n + 1))
+    prv[0] = head
     for i in leader_of:  # out until their leaders are linearized
         prv[nxt[i]] = prv[i]
         nxt[prv[i]] = nxt[i]
 
     states = [initial]
-    ids = {initial: 0}
+    ids = {initial: 0, None: impossible}  # a step's None (the call is impossible) reads like a state
+    shifted = [0]  # each state's part of a configuration
     row = template.copy()
     rows = [row]
     unrecorded = template  # the row of the states past the rows' share: never written
-    row_bytes = sys.getsizeof(row)
-    rows_allowed = max(1, max_bytes // _ROWS_SHARE // row_bytes)
+    limits = _Limits.of(n, initial, sys.getsizeof(row), started, stop_at, max_states, max_bytes)
+    rows_allowed = limits.rows_allowed
+    spent = (1, limits.initial_bytes)  # (states counted, their bytes)
+    countdown = limits.first_countdown()
     cache: set[int] = set()
     cache_add = cache.add
-    calls: list[int] = []  # the stack: the calls linearized, and the state before each
-    sks: list[int] = []
-    push_call, push_sk = calls.append, sks.append
-    pop_call, pop_sk = calls.pop, sks.pop
+    stack: list[tuple[int, int, int, list[int], int, int, int]] = []
+    push, pop = stack.append, stack.pop
     linearized = 0  # the linearized calls' bits
-    sk = 0  # the state's number, shifted above the calls' bits
-    remaining = n - len(problem.optional)
+    state = 0  # the state's number
+    at = 0  # the position in `by_completion` of the unlinearized required call completed first
+    first_completion = complete[by_completion[0]]
+    cutoff = 0  # the calls invoked before it completed: the walk's dead end
+    while invoked[cutoff] < first_completion:
+        cutoff += 1
+    remaining = len(by_completion) - 1  # required calls not linearized
     best_remaining = remaining + 1
     best = _SearchResult(Verdict.INVALID, [], 0)
-    explored = 0
-    pops = 0
-    clock_mask = _TIME_CHECK_EVERY - 1
-    perf_counter = time.perf_counter
-    # Memory: the cached integers are counted exactly, the interned states weighed at each look
-    # by the newest one (states grow along a path, so this errs high), the rows by their number.
-    # The budgets are looked at when `explored` reaches `next_look`: every `_TIME_CHECK_EVERY`
-    # insertions, sooner when the memory is close to its budget (the next look comes before half
-    # the room left can be used, each insertion weighed as a new state with its row).
-    measure = sys.getsizeof if initial.__class__ in (str, bytes, int, bool, type(None)) else _nested_bytes
-    state_bytes = measure(initial) + _STATE_OVERHEAD_BYTES
-    states_bytes, states_counted = state_bytes, 1
-    key_bytes = _KEY_OVERHEAD_BYTES + sys.getsizeof(1 << n)
-    weight = key_bytes + state_bytes + row_bytes
-    room = (max_bytes - state_bytes - row_bytes) // (2 * weight)
-    next_look = min(max(1, min(_TIME_CHECK_EVERY, room)), max_states + 1)
 
     node = nxt[head]
     while True:
+        if node >= cutoff:
+            # The return entry of `by_completion[at]`: it had to be linearized before anything later.
+            if remaining < best_remaining:
+                best_remaining = remaining
+                best.order = list(map(_CALL_OF, stack))
+                best.state = states[state]
+                best.blocking = by_completion[at]
+                walk = nxt[head]
+                candidates = []
+                while walk != node:
+                    if complete[walk] is not None:
+                        candidates.append(walk)
+                    walk = nxt[walk]
+                best.candidates = candidates  # the blocking call's own entry is among them
+            countdown -= 1
+            if not countdown:
+                reason, countdown, spent = limits.look(len(cache), states, spent)
+                if reason:
+                    return _unknown(best, len(cache), reason)
+            try:
+                node, linearized, state, row, at, cutoff, remaining = pop()
+            except IndexError:
+                best.explored = len(cache)
+                return best
+            if follower[node]:  # unlinked again: its leader is taken back
+                waits = follower[node]
+                prv[nxt[waits]] = prv[waits]
+                nxt[prv[waits]] = nxt[waits]
+            nxt[prv[node]] = node
+            prv[nxt[node]] = node
+            node = nxt[node]
+            continue
         t = row[node]
         if t < 0:
             if t == impossible:
                 node = nxt[node]
                 continue
-            if t == returning:
-                # The call this entry completes had to be linearized before anything later:
-                # dead end.
-                if remaining < best_remaining:
-                    best_remaining = remaining
-                    best.order = calls.copy()
-                    best.state = states[sk >> n]
-                    best.blocking = node - n
-                    walk = nxt[head]
-                    candidates = []
-                    while walk != node:
-                        if complete[walk] is not None:
-                            candidates.append(walk)
-                        walk = nxt[walk]
-                    best.candidates = candidates  # the blocking call's own entry is among them
-                # Walks through cached configurations add nothing to the cache: the clock is
-                # read here too (stopping early enough to free the cache before the deadline).
-                pops += 1
-                if not pops & clock_mask and _must_stop(perf_counter(), started, explored, stop_at):
-                    return _unknown(best, explored, _OUT_OF_TIME)
-                try:
-                    i = pop_call()
-                except IndexError:
-                    best.explored = explored
-                    return best
-                sk = pop_sk()
-                row = rows[sk >> n]
-                linearized ^= 1 << i
-                if complete[i] is not None:
-                    remaining += 1
-                    back = n + i
-                    nxt[prv[back]] = back
-                    prv[nxt[back]] = back
-                else:
-                    waits = follower[i]
-                    if waits:  # unlinked again: its leader is taken back
-                        prv[nxt[waits]] = prv[waits]
-                        nxt[prv[waits]] = nxt[waits]
-                nxt[prv[i]] = i
-                prv[nxt[i]] = i
-                node = nxt[i]
-                continue
             # Not stepped yet from this state.
-            new_state = step(states[sk >> n], inputs[node], outputs[node], outcomes[node])
-            if new_state is None:
-                t = impossible
-            else:
-                t = ids.get(new_state, untried)
-                if t == untried:
-                    t = ids[new_state] = len(states) << n
-                    states.append(new_state)
-                    rows.append(template.copy() if len(rows) < rows_allowed else unrecorded)
+            new_state = step(states[state], inputs[node], outputs[node], outcomes[node])
+            t = ids.get(new_state, untried)
+            if t == untried:
+                t = ids[new_state] = len(states)
+                states.append(new_state)
+                shifted.append(t << n)
+                rows.append(template.copy() if len(rows) < rows_allowed else unrecorded)
             if row is not unrecorded:
                 row[node] = t
-            if t < 0:
+            if t == impossible:
                 node = nxt[node]
                 continue
         with_call = linearized | 1 << node
-        key = with_call | t
+        key = with_call | shifted[t]
         if key in cache:
             node = nxt[node]
             continue
         cache_add(key)
-        explored += 1
-        if explored >= next_look:
-            if explored > max_states:
-                return _unknown(best, explored, f"state budget of {max_states} states exhausted")
-            if len(states) > states_counted:
-                state_bytes = measure(states[-1]) + _STATE_OVERHEAD_BYTES
-                states_bytes += (len(states) - states_counted) * state_bytes
-                states_counted = len(states)
-            key_bytes = _KEY_OVERHEAD_BYTES + sys.getsizeof(1 << (n + states_counted.bit_length()))
-            cache_bytes = explored * key_bytes + states_bytes + min(states_counted, rows_allowed) * row_bytes
-            if cache_bytes > max_bytes:
-                reason = (
-                    f"memory budget of {_megabytes(max_bytes)} exhausted "
-                    f"({explored} cached states, about {_megabytes(cache_bytes)})"
-                )
-                return _unknown(best, explored, reason)
-            if _must_stop(perf_counter(), started, explored, stop_at):
-                return _unknown(best, explored, _OUT_OF_TIME)
-            weight = key_bytes + state_bytes + (row_bytes if states_counted < rows_allowed else 0)
-            room = (max_bytes - cache_bytes) // (2 * weight)
-            next_look = min(explored + max(1, min(_TIME_CHECK_EVERY, room)), max_states + 1)
-        push_call(node)
-        push_sk(sk)
+        countdown -= 1
+        if not countdown:
+            reason, countdown, spent = limits.look(len(cache), states, spent)
+            if reason:
+                return _unknown(best, len(cache), reason)
+        push((node, linearized, state, row, at, cutoff, remaining))
         linearized = with_call
-        sk = t
-        row = rows[t >> n]
-        # Lift the call entry and its return entry out of the list.
+        state = t
+        row = rows[t]
+        # Lift the call entry out of the list.
         prv[nxt[node]] = prv[node]
         nxt[prv[node]] = nxt[node]
         if complete[node] is not None:
-            back = n + node
-            prv[nxt[back]] = prv[back]
-            nxt[prv[back]] = nxt[back]
             remaining -= 1
-            if not remaining:
-                return _SearchResult(Verdict.VALID, calls, explored)
+            if node == by_completion[at]:  # the walk's dead end moves to the next required call's return
+                if not remaining:
+                    return _SearchResult(Verdict.VALID, list(map(_CALL_OF, stack)), len(cache))
+                at += 1
+                while linearized >> by_completion[at] & 1:
+                    at += 1
+                first_completion = complete[by_completion[at]]
+                while invoked[cutoff] < first_completion:
+                    cutoff += 1
         else:
             waits = follower[node]
             if waits:  # linked in where it belongs, now that its leader is linearized
-                after = following[waits]
-                while (  # the first entry after it still in the list (the tail's bit is never set)
-                    linearized >> (after - n) & 1
-                    if after >= n
-                    else linearized >> after & 1
-                    or (after in leader_of and not linearized >> leader_of[after] & 1)
+                after = waits + 1
+                while (  # the next call still in the list (the tail's bit is never set)
+                    linearized >> after & 1 or (after in leader_of and not linearized >> leader_of[after] & 1)
                 ):
-                    after = following[after]
+                    after += 1
                 before = prv[after]
                 nxt[before] = waits
                 prv[waits] = before
                 nxt[waits] = after
                 prv[after] = waits
         node = nxt[head]
+
+
+class _Limits(NamedTuple):
+    """A search's budgets and what its memory estimate needs: the cached integers are counted
+    exactly, the interned states weighed at each look by the newest one (states grow along a
+    path, so this errs high), the rows by their number. A look comes every `_LOOK_EVERY` pushes
+    and pops, sooner when the memory is close to its budget (before half the room left can be
+    used, each insertion weighed as a new state with its row), and exactly when the cache
+    passes ``max_states``."""
+
+    n: int
+    measure: Callable[[Any], int]
+    row_bytes: int
+    rows_allowed: int
+    initial_bytes: int
+    started: float
+    stop_at: float
+    max_states: int
+    max_bytes: int
+
+    @classmethod
+    def of(
+        cls,
+        n: int,
+        initial: Any,
+        row_bytes: int,
+        started: float,
+        stop_at: float,
+        max_states: int,
+        max_bytes: int,
+    ) -> _Limits:
+        measure = sys.getsizeof if initial.__class__ in (str, bytes, int, bool, type(None)) else _nested_bytes
+        rows_allowed = max(1, max_bytes // _ROWS_SHARE // row_bytes)
+        initial_bytes = measure(initial) + _STATE_OVERHEAD_BYTES
+        return cls(
+            n, measure, row_bytes, rows_allowed, initial_bytes, started, stop_at, max_states, max_bytes
+        )
+
+    def first_countdown(self) -> int:
+        """The pushes and pops before the first look."""
+        weight = _KEY_OVERHEAD_BYTES + sys.getsizeof(1 << self.n) + self.initial_bytes + self.row_bytes
+        room = (self.max_bytes - self.initial_bytes - self.row_bytes) // (2 * weight)
+        return min(max(1, min(_LOOK_EVERY, room)), self.max_states + 1)
+
+    def look(
+        self, explored: int, states: list[Any], spent: tuple[int, int]
+    ) -> tuple[str, int, tuple[int, int]]:
+        """At `explored` cached configurations with these `states` interned, of which `spent`
+        (how many, their bytes) were counted at the last look: why the search must stop (empty
+        if it need not), the pushes and pops until the next look, and the states counted now."""
+        if explored > self.max_states:
+            return f"state budget of {self.max_states} states exhausted", 0, spent
+        counted, states_bytes = spent
+        state_bytes = self.measure(states[-1]) + _STATE_OVERHEAD_BYTES
+        if len(states) > counted:
+            states_bytes += (len(states) - counted) * state_bytes
+            counted = len(states)
+        key_bytes = _KEY_OVERHEAD_BYTES + sys.getsizeof(1 << (self.n + counted.bit_length()))
+        cache_bytes = explored * key_bytes + states_bytes + min(counted, self.rows_allowed) * self.row_bytes
+        if cache_bytes > self.max_bytes:
+            reason = (
+                f"memory budget of {_megabytes(self.max_bytes)} exhausted "
+                f"({explored} cached states, about {_megabytes(cache_bytes)})"
+            )
+            return reason, 0, spent
+        if _must_stop(time.perf_counter(), self.started, explored, self.stop_at):
+            return _OUT_OF_TIME, 0, spent
+        weight = key_bytes + state_bytes + (self.row_bytes if counted < self.rows_allowed else 0)
+        room = (self.max_bytes - cache_bytes) // (2 * weight)
+        return (
+            "",
+            min(max(1, min(_LOOK_EVERY, room)), self.max_states + 1 - explored),
+            (counted, states_bytes),
+        )
 
 
 def _unknown(best: _SearchResult, explored: int, reason: str) -> _SearchResult:
