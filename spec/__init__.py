@@ -12,3 +12,7 @@ Modules, each a state machine or a part of one (stdlib only, pure functions, fro
 * `spec.checker`    the bounded breadth-first model checker
 * `spec.scenarios`  the named questions the checker settles
 """
+
+from spec import _compiled
+
+_compiled.install()

@@ -29,6 +29,7 @@ import dataclasses
 import sys
 from collections.abc import Callable
 from functools import lru_cache
+from types import FunctionType
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, cast
 
 if TYPE_CHECKING:
@@ -134,6 +135,11 @@ _REPLACERS: dict[type, Callable[..., Any]] = {}
 
 def _make_replacer(cls: type) -> Callable[..., Any]:
     """Generate `def replace(obj, /, *, a=_KEEP, ...): return cls(obj.a if a is _KEEP else a, ...)`."""
+    compiled = cls.__dict__.get("__replace__")
+    if compiled is not None and not isinstance(compiled, FunctionType):
+        # the class was compiled by `kafkaspec.native`, with this same function in C
+        _REPLACERS[cls] = compiled
+        return cast("Callable[..., Any]", compiled)
     names = [item.name for item in dataclasses.fields(cls) if item.init]
     parameters = "".join(f", {name}=_KEEP" for name in names)
     arguments = ", ".join(f"obj.{name} if {name} is _KEEP else {name}" for name in names)

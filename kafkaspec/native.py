@@ -1,0 +1,455 @@
+"""Compile the spec (`spec/`) to C extension modules with mypyc (mypy's compiler, which
+compiles mypy itself): the model checker runs 2.5-3x faster on the same source.
+
+Usage: python -m kafkaspec.native [--jobs N]     (`make native`)
+
+The spec stays plain, readable Python (frozen dataclasses, pure functions) and is never
+changed: this build compiles a copy of it. mypyc turns attribute reads into struct loads and
+calls between spec functions into C calls, but what `@dataclass` generates at run time stays
+interpreted: each class's `__init__`, `__eq__` and `__hash__`, which the checker calls for
+every state it builds, hashes and looks up (a transition costs 26,000 instructions in them
+and the checker's loop alone, `bench.model_check --floor`). So the copy spells them out
+in each `@fast_init` class, as `@dataclass` and `spec._frozen` generate them, and mypyc
+compiles them too (`@dataclass` keeps the methods a class defines; fields, `repr`,
+`dataclasses.fields` are unchanged). The copy also has
+
+* `__replace__`, what `spec._frozen.replace` generates per class, compiled (that function
+  uses it when a class has it);
+* `__reduce__` in every frozen dataclass: the checker's processes exchange states by pickle,
+  and a compiled class has no `__dict__` to restore (a frozen one refuses `setattr`);
+* the comparisons of `order=True` classes written out (that option refuses a class's own);
+* `@mypyc_attr(native_class=False)` on the classes mypyc cannot compile: generic dataclasses
+  (mypyc/mypyc#827, "Dataclass + Generic fails during sleight of hand") and subclasses of
+  built-in exceptions other than `Exception`.
+
+mypyc keeps only the text signature of a function or class as its docstring; the spec reads
+docstrings at run time (an invariant explains a counterexample with its own), so the build
+writes each one back into the generated C before compiling it.
+
+The result goes to `build/native/` with a manifest (a digest of every `spec/**/*.py`);
+`spec._compiled` imports it instead of the source only when `KAFKASPEC_NATIVE=1` and the
+digest is the source's, so a stale build never shadows an edited module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import builtins
+import json
+import os
+import re
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from importlib.machinery import EXTENSION_SUFFIXES
+from pathlib import Path
+from typing import Any
+
+from spec._compiled import BUILD, MANIFEST, SWITCH, source_digest
+
+ROOT = Path(__file__).resolve().parent.parent
+SPEC = ROOT / "spec"
+
+_NON_NATIVE = "@mypyc_attr(native_class=False)"
+_BUILTIN_EXCEPTIONS = {
+    name
+    for name, value in vars(builtins).items()
+    if isinstance(value, type) and issubclass(value, BaseException)
+    if name not in ("Exception", "BaseException")
+}
+
+
+@dataclass(frozen=True)
+class _Field:
+    name: str
+    annotation: str
+    default: str | None  # source of the default (a factory's call included); None: required
+    init: bool
+    compare: bool
+
+
+def _keyword(call: ast.Call, name: str) -> ast.expr | None:
+    return next((item.value for item in call.keywords if item.arg == name), None)
+
+
+def _decorator_name(node: ast.expr) -> str:
+    target = node.func if isinstance(node, ast.Call) else node
+    if isinstance(target, ast.Attribute):
+        return target.attr
+    return target.id if isinstance(target, ast.Name) else ""
+
+
+def _segment(lines: list[str], node: ast.expr) -> str:
+    """The source of `node` (`ast.get_source_segment` splits the whole module on every call)."""
+    assert node.end_lineno is not None and node.end_col_offset is not None
+    first, last = node.lineno - 1, node.end_lineno - 1
+    if first == last:
+        return lines[first].encode()[node.col_offset : node.end_col_offset].decode()
+    text = [lines[first].encode()[node.col_offset :].decode(), *lines[first + 1 : last]]
+    return "\n".join([*text, lines[last].encode()[: node.end_col_offset].decode()])
+
+
+def _fields(lines: list[str], cls: ast.ClassDef) -> list[_Field]:
+    fields = []
+    for item in cls.body:
+        if not isinstance(item, ast.AnnAssign) or not isinstance(item.target, ast.Name):
+            continue
+        annotation = _segment(lines, item.annotation)
+        if annotation.startswith(("ClassVar", "typing.ClassVar")):
+            continue
+        default: str | None = None
+        init, compare = True, True
+        value = item.value
+        if isinstance(value, ast.Call) and _decorator_name(value) == "field":
+            given = _keyword(value, "default")
+            factory = _keyword(value, "default_factory")
+            if given is not None:
+                default = _segment(lines, given)
+            elif factory is not None:
+                default = f"{_segment(lines, factory)}()"
+            init_flag = _keyword(value, "init")
+            compare_flag = _keyword(value, "compare")
+            init = not (isinstance(init_flag, ast.Constant) and init_flag.value is False)
+            compare = not (isinstance(compare_flag, ast.Constant) and compare_flag.value is False)
+        elif value is not None:
+            default = _segment(lines, value)
+        fields.append(_Field(item.target.id, annotation, default, init, compare))
+    return fields
+
+
+def _reduce(name: str, fields: list[_Field], indent: str) -> list[str]:
+    """`__reduce__`: the class and its init fields, so unpickling calls the constructor."""
+    arguments = "".join(f"self.{item.name}, " for item in fields if item.init)
+    return [
+        f"{indent}def __reduce__(self) -> tuple[object, tuple[object, ...]]:",
+        f"{indent}    return ({name}, ({arguments}))",
+    ]
+
+
+def _methods(
+    cls: ast.ClassDef, fields: list[_Field], cached_hash: bool, frozen: bool, order: bool, indent: str
+) -> list[str]:
+    """`__init__`, `__eq__` and (frozen) `__hash__` as `@dataclass` and `spec._frozen` make them."""
+    defined = {item.name for item in cls.body if isinstance(item, ast.FunctionDef)}
+    name = cls.name
+    lines: list[str] = []
+    if "__init__" not in defined:
+        parameters = "".join(
+            f", {item.name}: {item.annotation}" + (f" = {item.default}" if item.default is not None else "")
+            for item in fields
+            if item.init
+        )
+        lines.append(f"{indent}def __init__(self{parameters}) -> None:")
+        for item in fields:
+            value = item.name if item.init else item.default
+            lines.append(f"{indent}    self.{item.name} = {value}  # type: ignore[misc]")
+        if not fields:
+            lines.append(f"{indent}    pass")
+    compared = [item for item in fields if item.compare]
+    if "__eq__" not in defined:
+        lines.append(f"{indent}def __eq__(self, other: object) -> bool:")
+        lines.append(f"{indent}    if type(other) is not {name}:")
+        lines.append(f"{indent}        return NotImplemented")
+        # identity first, as the tuple comparison of the generated `__eq__` does: two states
+        # share most of their parts, so most comparisons end there
+        tests = [
+            f"self.{item.name} == other.{item.name}"
+            if item.annotation in ("int", "bool")
+            else f"(self.{item.name} is other.{item.name} or self.{item.name} == other.{item.name})"
+            for item in compared
+        ]
+        lines.append(f"{indent}    return " + (" and ".join(tests) if tests else "True"))
+    if order:
+        # `order=True` is dropped from the copy (it refuses a class's own comparisons): the
+        # four comparisons of the tuples of compared fields, as `@dataclass` generates them
+        mine = "".join(f"self.{item.name}, " for item in compared)
+        theirs = "".join(f"other.{item.name}, " for item in compared)
+        for method, operator in (("__lt__", "<"), ("__le__", "<="), ("__gt__", ">"), ("__ge__", ">=")):
+            lines.append(f"{indent}def {method}(self, other: object) -> bool:")
+            lines.append(f"{indent}    if type(other) is not {name}:")
+            lines.append(f"{indent}        return NotImplemented")
+            lines.append(f"{indent}    return ({mine}) {operator} ({theirs})")
+    if "__replace__" not in defined:
+        # what `spec._frozen.replace` generates per class, compiled
+        lines.append(f"{indent}def __replace__(self, /, **changes: object) -> {name}:")
+        lines.append(f"{indent}    found = 0")
+        for item in fields:
+            if not item.init:
+                continue
+            lines.append(f"{indent}    if {item.name!r} in changes:")
+            lines.append(
+                f"{indent}        _v_{item.name} = _native_cast({item.annotation!r}, changes[{item.name!r}])"
+            )
+            lines.append(f"{indent}        found += 1")
+            lines.append(f"{indent}    else:")
+            lines.append(f"{indent}        _v_{item.name} = self.{item.name}")
+        lines.append(f"{indent}    if found != len(changes):")
+        lines.append(
+            f'{indent}        raise TypeError(f"{name}.__replace__: unknown fields in {{sorted(changes)}}")'
+        )
+        arguments = ", ".join(f"_v_{item.name}" for item in fields if item.init)
+        lines.append(f"{indent}    return {name}({arguments})")
+    if "__reduce__" not in defined:
+        lines += _reduce(name, fields, indent)
+    if frozen and "__hash__" not in defined:
+        fields_tuple = "".join(f"self.{item.name}, " for item in compared)
+        lines.append(f"{indent}def __hash__(self) -> int:")
+        if cached_hash:
+            lines.append(f"{indent}    value = self._hash")
+            lines.append(f"{indent}    if value is None:")
+            lines.append(f"{indent}        value = hash(({fields_tuple}))")
+            lines.append(f"{indent}        self._hash = value  # type: ignore[misc]")
+            lines.append(f"{indent}    return value")
+        else:
+            lines.append(f"{indent}    return hash(({fields_tuple}))")
+    return lines
+
+
+def transform(source: str) -> str:
+    """The module `source` with each `@fast_init` dataclass's methods spelled out, and the
+    classes mypyc cannot compile marked non-native."""
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    edits: list[tuple[int, int, list[str]]] = []  # (first line, lines replaced, new lines), 0-based
+    needs_attr = False
+    needs_cast = False
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        decorators = {_decorator_name(item): item for item in node.decorator_list}
+        first = min((item.lineno for item in node.decorator_list), default=node.lineno) - 1
+        indent = " " * node.col_offset
+        bases = {_segment(lines, base) for base in node.bases}
+        generic = any(base.startswith("Generic[") for base in bases)
+        if ("dataclass" in decorators and generic) or bases & _BUILTIN_EXCEPTIONS:
+            edits.append((first, 0, [indent + _NON_NATIVE]))
+            needs_attr = True
+            continue
+        if "dataclass" in decorators and "fast_init" not in decorators:
+            # pickle (the checker's processes exchange states): a native class has no
+            # `__dict__` to restore, and a frozen one refuses `setattr`; rebuild it instead
+            fields = _fields(lines, node)
+            if all(item.init or item.default is not None for item in fields):
+                end = node.end_lineno or node.lineno
+                edits.append((end, 0, _reduce(node.name, fields, indent + "    ")))
+            continue
+        if "fast_init" not in decorators:
+            continue
+        dataclass_call = decorators["dataclass"]
+        options = {
+            item.arg: item.value.value
+            for item in (dataclass_call.keywords if isinstance(dataclass_call, ast.Call) else [])
+            if isinstance(item.value, ast.Constant)
+        }
+        fields = _fields(lines, node)
+        order = bool(options.get("order", False))
+        methods = _methods(
+            node,
+            fields,
+            "cache_hash" in decorators,
+            bool(options.get("frozen", False)),
+            order,
+            indent + "    ",
+        )
+        if order:
+            line = dataclass_call.lineno - 1
+            edits.append((line, 1, [lines[line].replace(", order=True", "")]))
+        needs_cast = True
+        end = node.end_lineno or node.lineno
+        edits.append((end, 0, methods))
+        # the methods are the class's own now: the run-time decorators must not replace them
+        edits += [
+            (decorators[name].lineno - 1, 1, [""])
+            for name in ("fast_init", "cache_hash")
+            if name in decorators
+        ]
+    for first, count, new in sorted(edits, key=lambda edit: (edit[0], edit[1]), reverse=True):
+        lines[first : first + count] = new
+    text = "\n".join(lines) + "\n"
+    imports = ("from mypy_extensions import mypyc_attr\n" if needs_attr else "") + (
+        "from typing import cast as _native_cast\n" if needs_cast else ""
+    )
+    if imports:
+        future = "from __future__ import annotations\n"
+        text = text.replace(future, future + "\n" + imports, 1)
+    return text
+
+
+def write_sources(target: Path) -> list[Path]:
+    """Write the transformed copy of `spec/` under `target`; the modules to compile (not the
+    packages' `__init__`)."""
+    if target.exists():
+        shutil.rmtree(target)
+    modules = []
+    for path in sorted(SPEC.rglob("*.py")):
+        relative = path.relative_to(ROOT)
+        destination = target / relative
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        text = path.read_text()
+        destination.write_text(text if path.name == "__init__.py" else transform(text))
+        if path.name not in ("__init__.py", "_compiled.py"):
+            modules.append(relative)
+    (target / "spec" / "py.typed").write_text("")
+    return modules
+
+
+_TABLE = re.compile(
+    r"static (PyMethodDef|PyTypeObject) (?:CPyType_)?(\w+?)(_methods|_template_)\[?\]? = \{(.*?)\n\};", re.S
+)
+_METHOD = re.compile(r'\{"(\w+)",(\s*\(PyCFunction\)\w+,\s*[\w |]+,\s*)PyDoc_STR\(("(?:[^"\\]|\\.)*"|NULL)\)')
+_TYPE_DOC = re.compile(r'\.tp_doc = PyDoc_STR\(("(?:[^"\\]|\\.)*"|NULL)\)')
+
+
+def docstrings(source: str) -> dict[str, dict[str, str]]:
+    """The docstrings of a module's functions (under "") and of its classes and their methods
+    (under the class's name; the class's own under "")."""
+    tree = ast.parse(source)
+    found: dict[str, dict[str, str]] = {"": {}}
+    module_doc = ast.get_docstring(tree, clean=False)
+    if module_doc is not None:
+        found[""][""] = module_doc
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            doc = ast.get_docstring(node, clean=False)
+            if doc is not None:
+                found[""][node.name] = doc
+        elif isinstance(node, ast.ClassDef):
+            members = found.setdefault(node.name, {})
+            doc = ast.get_docstring(node, clean=False)
+            if doc is not None:
+                members[""] = doc
+            for item in node.body:
+                if (
+                    isinstance(item, ast.FunctionDef)
+                    and (doc := ast.get_docstring(item, clean=False)) is not None
+                ):
+                    members[item.name] = doc
+    return found
+
+
+def _c_string(text: str) -> str:
+    escaped = "".join(
+        chr(byte) if 32 <= byte < 127 and byte not in (34, 92, 63) else f"\\{byte:03o}"
+        for byte in text.encode()
+    )
+    return f'"{escaped}"'
+
+
+def _with_doc(literal: str, doc: str | None) -> str:
+    """A C docstring initializer (`NULL`, or mypyc's text signature) with `doc` after it."""
+    if doc is None:
+        return literal
+    if literal == "NULL":
+        return _c_string(doc)
+    return f"{literal} {_c_string(doc)}"
+
+
+def restore_docstrings(c_source: str, docs: dict[str, dict[str, str]]) -> str:
+    """Give the compiled functions and classes of a module the docstrings of its source: mypyc
+    keeps only their text signatures, and the spec reads docstrings at run time (invariants
+    explain themselves with them; `kafkaspec docs` shows them)."""
+    module = re.search(r"static PyMethodDef (\w+)module_methods\[\]", c_source)
+    if module is None:
+        return c_source
+    prefix = module.group(1)
+
+    def table(match: re.Match[str]) -> str:
+        kind, name, _, body = match.groups()
+        if name == f"{prefix}module":
+            members = docs[""]
+        elif name.startswith(f"{prefix}___") and name[len(prefix) + 3 :] in docs:
+            members = docs[name[len(prefix) + 3 :]]
+        else:
+            return match.group(0)  # a closure's or generator's class
+        if kind == "PyTypeObject":
+            body = _TYPE_DOC.sub(
+                lambda doc: f".tp_doc = PyDoc_STR({_with_doc(doc.group(1), members.get(''))})", body
+            )
+        else:
+            body = _METHOD.sub(
+                lambda entry: (
+                    f'{{"{entry.group(1)}",{entry.group(2)}PyDoc_STR('
+                    f"{_with_doc(entry.group(3), members.get(entry.group(1)))})"
+                ),
+                body,
+            )
+        start, end = match.span(4)
+        return match.group(0)[: start - match.start()] + body + match.group(0)[end - match.start() :]
+
+    c_source = re.sub(
+        rf'(static struct PyModuleDef {prefix}module = {{\n\s*PyModuleDef_HEAD_INIT,\n\s*"[\w.]+",\n\s*)'
+        r"NULL, /\* docstring \*/",
+        lambda match: match.group(1) + _with_doc("NULL", docs[""].get("")) + ",",
+        c_source,
+    )
+    return _TABLE.sub(table, c_source)
+
+
+def _compile_in_parallel(jobs: int) -> None:
+    """Make setuptools compile one extension's C files `jobs` at a time: mypyc puts all the
+    modules' code in one shared library of one C file per module (`multi_file`), which
+    setuptools would compile one after the other."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from setuptools._distutils.ccompiler import CCompiler  # type: ignore[import-untyped]
+
+    compile_one = CCompiler.compile
+
+    def compile_all(self: Any, sources: list[str], *args: Any, **options: Any) -> list[str]:
+        with ThreadPoolExecutor(jobs) as pool:
+            parts = pool.map(lambda source: compile_one(self, [source], *args, **options), sources)
+            return [name for part in parts for name in part]
+
+    CCompiler.compile = compile_all
+
+
+def build(jobs: int) -> dict[str, str]:
+    """Compile the spec into `build/native/`; the relative path of each extension module."""
+    from mypyc.build import mypycify
+    from setuptools import setup  # type: ignore[import-untyped]
+
+    source_root = BUILD / "src"
+    digest = source_digest(SPEC)  # of the source as this build reads it
+    MANIFEST.unlink(missing_ok=True)
+    modules = write_sources(source_root)
+    _compile_in_parallel(jobs)
+    previous = Path.cwd()
+    os.chdir(source_root)  # mypyc names the modules by their paths from here
+    try:
+        extensions = mypycify(
+            [str(module) for module in modules], opt_level="3", multi_file=True, group_name="spec_native"
+        )
+        for module in modules:
+            c_file = source_root / "build" / f"__native_{'___'.join(module.with_suffix('').parts)}.c"
+            source = (source_root / module).read_text()
+            c_file.write_text(restore_docstrings(c_file.read_text(), docstrings(source)))
+        setup(name="kafkaspec-native", ext_modules=extensions, script_args=["build_ext", "--inplace"])
+    finally:
+        os.chdir(previous)
+    built = {
+        ".".join(path.relative_to(source_root).parts).split(".cpython")[0]: path.relative_to(BUILD).as_posix()
+        for path in source_root.rglob(f"*{EXTENSION_SUFFIXES[0]}")
+        if path.relative_to(source_root).parts[0] != "build"  # setuptools' own copies
+    }
+    manifest = {"cache_tag": sys.implementation.cache_tag, "digest": digest, "modules": built}
+    MANIFEST.write_text(json.dumps(manifest, indent=1))
+    return built
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="C files compiled at once")
+    arguments = parser.parse_args()
+    started, cpu = time.perf_counter(), time.process_time()
+    built = build(arguments.jobs)
+    print(
+        f"{len(built)} compiled modules in {BUILD} ({time.perf_counter() - started:.0f} s; "
+        f"{time.process_time() - cpu:.0f} CPU-s in this process, the C compiler's apart); "
+        f"used with {SWITCH}=1"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""The compiled build of the spec (`kafkaspec.native`) and the loader that picks it
+(`spec._compiled`): the copy mypyc compiles spells out what `@dataclass` would generate, the
+compiled modules get their docstrings back, and a build is used only when asked and current."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from kafkaspec import native
+from spec import _compiled
+
+SAMPLE = '''
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from spec._frozen import cache_hash, fast_init
+
+
+@cache_hash
+@fast_init
+@dataclass(frozen=True, slots=True, order=True)
+class Part:
+    """One part."""
+
+    name: str
+    count: int = 0
+    items: tuple[int, ...] = field(default_factory=tuple)
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Plain:
+    value: int
+
+
+class Oops(AssertionError):
+    pass
+'''
+
+
+def _class(tree: ast.Module, name: str) -> ast.ClassDef:
+    return next(node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == name)
+
+
+def _method(cls: ast.ClassDef, name: str) -> ast.FunctionDef:
+    return next(node for node in cls.body if isinstance(node, ast.FunctionDef) and node.name == name)
+
+
+def test_the_copy_spells_out_the_generated_methods():
+    tree = ast.parse(native.transform(SAMPLE))
+    part = _class(tree, "Part")
+    # the run-time speed-ups are dropped (the methods are the class's own), `@dataclass` kept
+    decorators = [ast.unparse(item) for item in part.decorator_list]
+    assert decorators == ["dataclass(frozen=True, slots=True)"]
+    init = _method(part, "__init__")
+    assert [arg.arg for arg in init.args.args] == ["self", "name", "count", "items"]
+    assert [ast.unparse(value) for value in init.args.defaults] == ["0", "tuple()"]
+    assigned = [ast.unparse(item.targets[0]) for item in init.body if isinstance(item, ast.Assign)]
+    assert assigned == ["self.name", "self.count", "self.items", "self._hash"]
+    # equality, hash and order cover the compared fields only (not the cached hash)
+    assert "_hash" not in ast.unparse(_method(part, "__eq__"))
+    assert "hash((self.name, self.count, self.items))" in ast.unparse(_method(part, "__hash__"))
+    assert "(self.name, self.count, self.items) < (other.name, other.count, other.items)" in ast.unparse(
+        _method(part, "__lt__")
+    )
+    assert "Part(_v_name, _v_count, _v_items)" in ast.unparse(_method(part, "__replace__"))
+    assert (
+        ast.unparse(_method(_class(tree, "Plain"), "__reduce__").body[0]) == "return (Plain, (self.value,))"
+    )
+    # mypyc compiles no subclass of a built-in exception but Exception's
+    assert [ast.unparse(item) for item in _class(tree, "Oops").decorator_list] == [
+        "mypyc_attr(native_class=False)"
+    ]
+
+
+@pytest.mark.parametrize(
+    "module_name",
+    ["spec.partition", "spec.controller.zk_controller", "spec.group.consumer", "spec.group.types"],
+)
+def test_every_sped_up_class_gets_its_dataclass_signature_and_fields(module_name):
+    """The generated `__init__` takes what the dataclass's takes, in the same order with the same
+    defaults; `__eq__` compares, and `__hash__` hashes, the fields the dataclass's would."""
+    module = importlib.import_module(module_name)
+    source = (_compiled.PACKAGE.parent / (module_name.replace(".", "/") + ".py")).read_text()
+    tree = ast.parse(native.transform(source))
+    checked = 0
+    for cls in (node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)):
+        if not any(isinstance(item, ast.FunctionDef) and item.name == "__replace__" for item in cls.body):
+            continue  # not a `@fast_init` class
+        real = getattr(module, cls.name)
+        fields = dataclasses.fields(real)
+        init = _method(cls, "__init__")
+        assert [arg.arg for arg in init.args.args[1:]] == [item.name for item in fields if item.init], (
+            cls.name
+        )
+        compared = [item.name for item in fields if item.compare]
+        equality = ast.unparse(_method(cls, "__eq__"))
+        assert all(f"self.{name} " in equality for name in compared), cls.name
+        assert not any(f"self.{item.name} " in equality for item in fields if not item.compare), cls.name
+        if real.__hash__ is not None:
+            hashed = "".join(f"self.{name}, " for name in compared).rstrip(", ")
+            assert f"hash(({hashed}" in ast.unparse(_method(cls, "__hash__")).replace(",)", ")"), cls.name
+        checked += 1
+    assert checked >= 5
+
+
+C_MODULE = """static PyMethodDef log___ReplicaLog_methods[] = {
+    {"__init__",
+     (PyCFunction)CPyPy_log___ReplicaLog_____init__,
+     METH_FASTCALL | METH_KEYWORDS, PyDoc_STR("__init__($self, records=())\\n--\\n\\n")},
+    {NULL}  /* Sentinel */
+};
+
+static PyTypeObject CPyType_log___ReplicaLog_template_ = {
+    .tp_doc = PyDoc_STR("ReplicaLog(records=())\\n--\\n\\n"),
+};
+
+static PyMethodDef logmodule_methods[] = {
+    {"append", (PyCFunction)CPyPy_log___append, METH_FASTCALL | METH_KEYWORDS,
+    PyDoc_STR("append(log)\\n--\\n\\n") /* docstring */},
+    {NULL, NULL, 0, NULL}
+};
+
+static struct PyModuleDef logmodule = {
+    PyModuleDef_HEAD_INIT,
+    "spec.log",
+    NULL, /* docstring */
+    0,
+};
+"""
+
+
+def test_docstrings_go_back_into_the_generated_c():
+    source = (
+        '"""The log."""\nclass ReplicaLog:\n    """A log."""\ndef append(log):\n    """Add ≥ 1 "record"."""\n'
+    )
+    docs = native.docstrings(source)
+    patched = native.restore_docstrings(C_MODULE, docs)
+    assert '.tp_doc = PyDoc_STR("ReplicaLog(records=())\\n--\\n\\n" "A log.")' in patched
+    # octal escapes: UTF-8 bytes and quotes survive any C compiler's character set
+    assert 'PyDoc_STR("append(log)\\n--\\n\\n" "Add \\342\\211\\245 1 \\042record\\042.")' in patched
+    assert '"spec.log",\n    "The log.",' in patched
+    assert 'PyDoc_STR("__init__($self, records=())\\n--\\n\\n")' in patched  # no docstring: unchanged
+
+
+def _manifest(tmp_path: Path, digest: str) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "module.so").write_bytes(b"")
+    manifest = {
+        "cache_tag": sys.implementation.cache_tag,
+        "digest": digest,
+        "modules": {"spec.x": "src/module.so"},
+    }
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_a_build_is_used_only_while_it_matches_the_source(tmp_path, monkeypatch):
+    monkeypatch.setattr(_compiled, "BUILD", tmp_path)
+    monkeypatch.setattr(_compiled, "MANIFEST", tmp_path / "manifest.json")
+    assert _compiled.compiled_modules() is None  # no build
+    _manifest(tmp_path, _compiled.source_digest())
+    assert _compiled.compiled_modules() == {"spec.x": tmp_path / "src" / "module.so"}
+    (tmp_path / "manifest.json").unlink()
+    (tmp_path / "src" / "module.so").unlink()
+    (tmp_path / "src").rmdir()
+    _manifest(tmp_path, "0" * 64)  # built from another source
+    assert _compiled.compiled_modules() is None
+
+
+def test_the_digest_changes_with_any_module(tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.py").write_text("y = 2\n")
+    before = _compiled.source_digest(tmp_path)
+    (tmp_path / "sub" / "b.py").write_text("y = 3\n")
+    assert _compiled.source_digest(tmp_path) != before
+
+
+def test_the_compiled_build_is_opt_in(monkeypatch):
+    monkeypatch.delenv(_compiled.SWITCH, raising=False)
+    assert _compiled.install() is False
