@@ -13,9 +13,6 @@ other directly in C, so a mix of compiled and interpreted modules is never loade
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -31,6 +28,8 @@ SWITCH = "KAFKASPEC_NATIVE"
 
 def source_digest(package: Path = PACKAGE) -> str:
     """SHA-256 of every module of the package (path and content, in path order)."""
+    import hashlib  # here, not at the top: `import spec` should not pay for it unless asked
+
     digest = hashlib.sha256()
     for path in sorted(package.rglob("*.py")):
         digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
@@ -46,6 +45,8 @@ class CompiledFinder:
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
+        import importlib.util
+
         location = self.modules.get(fullname)
         return None if location is None else importlib.util.spec_from_file_location(fullname, location)
 
@@ -53,6 +54,8 @@ class CompiledFinder:
 def compiled_modules() -> dict[str, Path] | None:
     """The compiled module of each name, when a build exists for this interpreter and matches
     the source; None otherwise."""
+    import json
+
     try:
         manifest = json.loads(MANIFEST.read_text())
     except (OSError, ValueError):
