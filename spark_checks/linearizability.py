@@ -245,6 +245,7 @@ def check_partition(
     deadline: float = math.inf,
     traceable_first: bool = True,
     forms: Sequence[Prepared | None] | None = None,
+    began: float | None = None,
 ) -> CheckResult:
     """Check the calls of one partition (all with the same partition key) on their own,
     within `max_seconds` and before `deadline` (a `time.time()` instant).
@@ -253,9 +254,12 @@ def check_partition(
     decided by `spark_checks.traceable` (evidence ``method: traceable``); otherwise, or when its
     preconditions fail (``traceable_fallback`` says which), by the search (``method: search``).
     `forms`: the calls' forms in the model (`prepare_calls`), when the calls were prepared
-    where they were read; `calls` are then in invocation order."""
+    where they were read; `calls` are then in invocation order. `began`: when the caller's
+    check of this part began (`time.perf_counter()`), from which the result's ``seconds``
+    count (by default, from this call)."""
     check_budget(max_seconds, max_states, max_memory_bytes)
     started = time.perf_counter()
+    began = started if began is None else began
     stop_at = min(started + max_seconds, started + (deadline - time.time()))
     model = get_model(model_name)
     resolved = resolve_conventions(conventions)
@@ -284,7 +288,7 @@ def check_partition(
                 operations=len(calls),
                 evidence=decided_evidence,
                 conventions=dict(resolved),
-                seconds=time.perf_counter() - started,
+                seconds=time.perf_counter() - began,
             )
         fallback = decided.reason
     gc_enabled = gc.isenabled()
@@ -323,7 +327,7 @@ def check_partition(
         operations=len(calls),
         evidence=evidence,
         conventions={} if user_models.is_user_model(model_name) else dict(resolved),  # not theirs
-        seconds=time.perf_counter() - started,
+        seconds=time.perf_counter() - began,
     )
 
 
@@ -396,15 +400,14 @@ class _Problem:
 
 
 def _indices(items: list[Any], value: Any) -> list[int]:
-    """The indices of `value` in `items`, found by `list.index` (a scan in C per index found)."""
+    """The indices of `value` in `items`, found by `list.index` (a scan in C per index found;
+    counted first, as the `ValueError` that would end the scans costs more than the count)."""
     found: list[int] = []
     at = -1
-    try:
-        while True:
-            at = items.index(value, at + 1)
-            found.append(at)
-    except ValueError:
-        return found
+    for _ in range(items.count(value)):
+        at = items.index(value, at + 1)
+        found.append(at)
+    return found
 
 
 def prepare_calls(
@@ -541,10 +544,14 @@ def _search(
     row = template.copy()
     rows = [row]
     unrecorded = template  # the row of the states past the rows' share: never written
-    limits = _Limits.of(n, initial, sys.getsizeof(row), started, stop_at, max_states, max_bytes)
-    rows_allowed = limits.rows_allowed
-    spent = (1, limits.initial_bytes)  # (states counted, their bytes)
-    countdown = limits.first_countdown()
+    row_bytes = sys.getsizeof(row)
+    rows_allowed = max(1, max_bytes // _ROWS_SHARE // row_bytes)
+    measure = sys.getsizeof if initial.__class__ in (str, bytes, int, bool, type(None)) else _nested_bytes
+    limits = _Limits(n, measure, row_bytes, rows_allowed, started, stop_at, max_states, max_bytes)
+    state_bytes = measure(initial) + _STATE_OVERHEAD_BYTES
+    spent = (1, state_bytes)  # (states counted, their bytes)
+    weight = _KEY_OVERHEAD_BYTES + sys.getsizeof(1 << n) + state_bytes + row_bytes
+    countdown = _countdown((max_bytes - state_bytes - row_bytes) // (2 * weight), 0, max_states)
     cache: set[int] = set()
     cache_add = cache.add
     stack: list[tuple[int, int, int, list[int], int, int, int]] = []
@@ -669,35 +676,10 @@ class _Limits(NamedTuple):
     measure: Callable[[Any], int]
     row_bytes: int
     rows_allowed: int
-    initial_bytes: int
     started: float
     stop_at: float
     max_states: int
     max_bytes: int
-
-    @classmethod
-    def of(
-        cls,
-        n: int,
-        initial: Any,
-        row_bytes: int,
-        started: float,
-        stop_at: float,
-        max_states: int,
-        max_bytes: int,
-    ) -> _Limits:
-        measure = sys.getsizeof if initial.__class__ in (str, bytes, int, bool, type(None)) else _nested_bytes
-        rows_allowed = max(1, max_bytes // _ROWS_SHARE // row_bytes)
-        initial_bytes = measure(initial) + _STATE_OVERHEAD_BYTES
-        return cls(
-            n, measure, row_bytes, rows_allowed, initial_bytes, started, stop_at, max_states, max_bytes
-        )
-
-    def first_countdown(self) -> int:
-        """The pushes and pops before the first look."""
-        weight = _KEY_OVERHEAD_BYTES + sys.getsizeof(1 << self.n) + self.initial_bytes + self.row_bytes
-        room = (self.max_bytes - self.initial_bytes - self.row_bytes) // (2 * weight)
-        return min(max(1, min(_LOOK_EVERY, room)), self.max_states + 1)
 
     def look(
         self, explored: int, states: list[Any], spent: tuple[int, int]
@@ -724,11 +706,14 @@ class _Limits(NamedTuple):
             return _OUT_OF_TIME, 0, spent
         weight = key_bytes + state_bytes + (self.row_bytes if counted < self.rows_allowed else 0)
         room = (self.max_bytes - cache_bytes) // (2 * weight)
-        return (
-            "",
-            min(max(1, min(_LOOK_EVERY, room)), self.max_states + 1 - explored),
-            (counted, states_bytes),
-        )
+        return "", _countdown(room, explored, self.max_states), (counted, states_bytes)
+
+
+def _countdown(room: int, explored: int, max_states: int) -> int:
+    """The pushes and pops until the next look at the budgets: `_LOOK_EVERY`, fewer when the
+    insertions that `room` allows come sooner, and the look exactly when the cache passes
+    `max_states` (each push inserts one configuration)."""
+    return min(max(1, min(_LOOK_EVERY, room)), max_states + 1 - explored)
 
 
 def _unknown(best: _SearchResult, explored: int, reason: str) -> _SearchResult:
