@@ -44,6 +44,7 @@ from __future__ import annotations
 import gc
 import itertools
 import json
+import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -763,6 +764,7 @@ def check_rows(
             deadline=plan.budget.deadline,
             on_done=done,
             on_start=on_start,
+            large_first_from=next((t.size for t in tasks if t.name == CYCLES_PART), math.inf),  # first
         )
     except (HistoryError, ValueError) as error:
         _, _, _, index, payload = _error_row(error, 0)

@@ -145,6 +145,7 @@ from __future__ import annotations
 import enum
 import gc
 import heapq
+import itertools
 import json
 import math
 import operator
@@ -1789,27 +1790,33 @@ def realtime_lags(calls: Iterable[Call]) -> list[Record] | None:
             started = call.invoke_time
             assert started is not None
             for key, offset in offsets.items():
-                known_at = expired.get(key, {}).get(offset + 1)
+                known_at = _known_at(expired.get(key, []), offset + 1)
                 lag = 0 if known_at is None else max(0, started - known_at)
                 lags.append({"time": started, "process": call.process, "key": key, "lag": lag})
     return lags
 
 
-def _expired_times(ordered: list[Call], maxes: list[dict[Key, int]]) -> dict[Key, dict[int, int]]:
-    """Per key, offset -> the completion time of the first call (in completion order) that
-    showed that offset or a higher one to exist (Jepsen's `expired` vectors)."""
-    expired: dict[Key, dict[int, int]] = {}
+def _expired_times(ordered: list[Call], maxes: list[dict[Key, int]]) -> dict[Key, list[int]]:
+    """Per key, the completion time of the first call (in completion order) that showed each
+    offset or a higher one to exist (Jepsen's `expired` vectors), at that offset's index: a
+    call fills in only offsets above those known, so what is known is always 0..n-1."""
+    expired: dict[Key, list[int]] = {}
     for call, known_offsets in zip(ordered, maxes, strict=True):
         time_done = call.complete_time
         if time_done is None:
             continue
         for key, known in known_offsets.items():
-            times = expired.setdefault(key, {})
-            offset = known
-            while offset >= 0 and offset not in times:
-                times[offset] = time_done
-                offset -= 1
+            times = expired.get(key)
+            if times is None:
+                times = expired[key] = []
+            if known >= len(times):
+                times.extend(itertools.repeat(time_done, known + 1 - len(times)))
     return expired
+
+
+def _known_at(times: list[int], offset: int) -> int | None:
+    """When `offset` was first known to exist (`_expired_times`' list of its key), or None."""
+    return times[offset] if offset < len(times) else None
 
 
 def lag_summary(lags: list[Record] | None) -> dict[str, JsonValue]:
@@ -1855,31 +1862,34 @@ def realtime_lag_summary(calls: Iterable[Call]) -> dict[str, JsonValue]:
     """`lag_summary(realtime_lags(calls))` without listing every (poll, key) lag, which is
     polls x assigned keys: for a fixed offset a process's lag on a key only grows with its
     polls' times, so each stretch of polls at one offset is measured at its last poll."""
-    ordered = sorted(calls, key=_order)
+    return _lag_summary_in_order(sorted(calls, key=_order))
+
+
+def _lag_summary_in_order(ordered: list[Call]) -> dict[str, JsonValue]:
+    """`realtime_lag_summary` of calls already in completion order (`_order`)."""
     if any(call.invoke_time is None for call in ordered):
         return _NO_LAG
     maxes = [_max_offsets(call) for call in ordered]
     expired = _expired_times(ordered, maxes)
     greatest: dict[tuple[Process, Key], tuple[int, int]] = {}  # (process, key) -> (lag, time)
-    worst: tuple[int, int, Any, Key] | None = None  # (lag, -time, process, key)
+    worst: list[Any] = [0, 0, None, None]  # lag (0: none yet), time, process, key
     poll_times: dict[Process, list[int]] = {}
     # Per process: key -> (offset, index in its poll_times of the first poll at that offset).
     positions: dict[Process, dict[Key, tuple[int, int]]] = {}
-    no_times: dict[int, int] = {}
+    no_times: list[int] = []
     first_lag: Record | None = None  # the first (poll, key) lag, Jepsen's worst when all are 0
 
-    def flush(process: Process, key: Key, offset: int, first: int, last: int) -> None:
-        # Called only when a poll happened at this offset (last >= first).
-        nonlocal worst
-        started = poll_times[process][last]
-        known_at = expired.get(key, no_times).get(offset + 1)
-        lag = 0 if known_at is None or known_at > started else started - known_at
+    def flush(process: Process, key: Key, offset: int, started: int) -> None:
+        # The lag of a stretch of polls at `offset`, measured at its last poll (`started`).
+        known = expired.get(key, no_times)
+        lag = 0 if offset + 1 >= len(known) or known[offset + 1] > started else started - known[offset + 1]
         slot = (process, key)
         kept = greatest.get(slot)
         if kept is None or lag > kept[0]:
             greatest[slot] = (lag, started)
-        if lag and (worst is None or (lag, -started) > worst[:2]):
-            worst = (lag, -started, process, key)
+        # The first greatest lag; of equal lags, the earliest poll's.
+        if lag > worst[0] or (lag and lag == worst[0] and started < worst[1]):
+            worst[:] = lag, started, process, key
 
     for call, known_offsets in zip(ordered, maxes, strict=True):
         if call.outcome is not _OK:
@@ -1891,45 +1901,41 @@ def realtime_lag_summary(calls: Iterable[Call]) -> dict[str, JsonValue]:
             times = poll_times[process] = []
             positions[process] = {}
         held = positions[process]
-        if f == "assign":
-            value = analysed_value(call)
-            named = set(map(str, value)) if isinstance(value, list) else set()  # `_norm_key`, in C
-            last = len(times) - 1
-            for key in held.keys() - named:
-                offset, first = held.pop(key)
-                if last >= first:
-                    flush(process, key, offset, first, last)
-            for key in named - held.keys():
-                held[key] = (-1, len(times))
-        elif f == "subscribe":
-            last = len(times) - 1
-            for key, (offset, first) in held.items():
-                if last >= first:
-                    flush(process, key, offset, first, last)
-            held.clear()
-        elif f in {"poll", "txn"}:
-            assert call.invoke_time is not None
-            times.append(call.invoke_time)
-            now = len(times) - 1
+        if f in {"poll", "txn"}:
+            started = call.invoke_time
+            assert started is not None
+            now = len(times)
             for key, seen in known_offsets.items():
                 old = held.get(key)
                 if old is None:
                     held[key] = (seen, now)
                 elif seen > old[0]:
-                    if now - 1 >= old[1]:
-                        flush(process, key, old[0], old[1], now - 1)
+                    if now > old[1]:  # polls at the old offset, the last one just before this
+                        flush(process, key, old[0], times[-1])
                     held[key] = (seen, now)
+            times.append(started)
             if first_lag is None and held:
                 # Which key Jepsen names here follows its map's iteration order (a hash map's, for
                 # more than 8 keys): no order the history gives, so the least key, which every
                 # engine agrees on however a poll's keys were split and merged.
                 least = min(held, key=lambda key: (str(type(key)), str(key)))
-                first_lag = {"time": call.invoke_time, "process": process, "key": least, "lag": 0}
+                first_lag = {"time": started, "process": process, "key": least, "lag": 0}
+        elif f in {"assign", "subscribe"}:
+            value = analysed_value(call) if f == "assign" else None
+            named = set(map(str, value)) if isinstance(value, list) else set()  # `_norm_key`, in C
+            polls = len(times)
+            for key in held.keys() - named if named else list(held):  # a subscribe drops all
+                offset, first = held.pop(key)
+                if polls > first:
+                    flush(process, key, offset, times[-1])
+            for key in named - held.keys():
+                held[key] = (-1, polls)
     for process, held in positions.items():
-        last = len(poll_times[process]) - 1
+        times = poll_times[process]
+        polls = len(times)
         for key, (offset, first) in held.items():
-            if last >= first:
-                flush(process, key, offset, first, last)
+            if polls > first:
+                flush(process, key, offset, times[-1])
     by: dict[tuple[str, Key], Record] = {}
     top = heapq.nlargest(LAG_LISTED, greatest.items(), key=lambda item: item[1][0])
     cut = top[-1][1][0] if len(top) == LAG_LISTED else -1
@@ -1939,8 +1945,8 @@ def realtime_lag_summary(calls: Iterable[Call]) -> dict[str, JsonValue]:
         slot = (json.dumps(process, default=str), key)
         by[slot] = {"process": process, "key": key, "max_lag": lag, "time": started}
     record: Record = first_lag if first_lag is not None else {"time": 0, "lag": 0}
-    if worst is not None:
-        record = {"time": -worst[1], "process": worst[2], "key": worst[3], "lag": worst[0]}
+    if worst[0]:
+        record = {"time": worst[1], "process": worst[2], "key": worst[3], "lag": worst[0]}
     return _lag_record(record, by, len(greatest))
 
 
@@ -2150,7 +2156,7 @@ def history_facts(calls: Iterable[Call]) -> HistoryFacts:
         _realtime_edge(data),
         last,
         any(call.f == "txn" for call in data),
-        realtime_lag_summary(ordered),
+        _lag_summary_in_order(ordered),
     )
 
 

@@ -55,7 +55,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from spark_checks import distributed
-from spark_checks.checking import Plan
+from spark_checks.checking import CYCLES_PART, Plan
 from spark_checks.history import HistoryError, JsonValue, Operation, Position
 from spark_checks.readers import open_located
 from spark_checks.readers._common import (
@@ -379,14 +379,15 @@ def border_frame(stage1: DataFrame, plan: Plan, source: str, partitions: int) ->
 
 
 def check_frame(calls: DataFrame, plan: Plan, committed: frozenset[int] | None, buckets: int) -> DataFrame:
-    """Stage 2 (`distributed.check_rows`): the CALLS rows in `buckets` groups of parts (by the
-    part's hash), each group checked by one call of the task with its own copy of the
-    assign/subscribe calls (every Kafka key's check needs them; as they grow with the history,
-    they never pass through the driver). One answer per part."""
+    """Stage 2 (`distributed.check_rows`): the CALLS rows in `buckets` groups of parts (by hash;
+    the whole-history part alone in group 0, Spark's first task (`repartitionById`), beside the
+    others), each group checked by one task call with its own copy of the assign/subscribe calls
+    (every Kafka key needs them; they never pass through the driver). One answer per part."""
     from pyspark.sql import functions as sql
 
     every = sql.col("part") == distributed.SUBSCRIPTIONS_PART
-    bucket = sql.pmod(sql.hash("part"), sql.lit(buckets)).alias("bucket")
+    solo = int(plan.model == "kafka" and buckets > 1)  # the whole-history part alone in group 0
+    bucket = sql.expr(f"IF(part = '{CYCLES_PART}', 0, pmod(hash(part), {buckets - solo}) + {solo}) AS bucket")
     copies = sql.explode(sql.sequence(sql.lit(0), sql.lit(buckets - 1))).alias("bucket")  # one per bucket
     rows = calls.where(~every).select(bucket, "part", "payload")
     rows = rows.unionByName(calls.where(every).select(copies, "part", "payload"))
@@ -404,7 +405,7 @@ def check_frame(calls: DataFrame, plan: Plan, committed: frozenset[int] | None, 
         checked = [pickle.dumps(answer) for answer in _guarded(answers, "stage 2 (checking)", _bug_answer)]
         return pa.table({"answer": pa.array(checked, pa.binary())})
 
-    return rows.groupBy("bucket").applyInArrow(task, ANSWER_SCHEMA)
+    return rows.repartitionById(buckets, "bucket").groupBy("bucket").applyInArrow(task, ANSWER_SCHEMA)
 
 
 HEAD_LINES: Final = 2000

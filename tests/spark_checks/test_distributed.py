@@ -6,6 +6,7 @@ operations, whichever way the file is read and split."""
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections import defaultdict
 from pathlib import Path
@@ -16,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spark_checks import distributed
-from spark_checks.checking import Plan
+from spark_checks.checking import CYCLES_PART, Plan
 from spark_checks.engine import VerifyOptions, merge_whole_history_part, verify_history
 from spark_checks.history import (
     Call,
@@ -31,6 +32,7 @@ from spark_checks.history import (
 )
 from spark_checks.kafka_checker import analysed_value, split_call
 from spark_checks.kafka_histories import KafkaHistoryBuilder, generate_history
+from spark_checks.parallel import WorkerPool, start_order
 from spark_checks.readers import open_history, write_jsonl
 from spark_checks.readers.jsonl import operation_to_json
 
@@ -551,3 +553,33 @@ def test_the_transport_between_stages_stays_within_its_budget():
     )
     counted += transport_lines(package / "engine.py", lambda names: bool(names & ENGINE_TRANSPORT))
     assert counted <= 750, counted
+
+
+class StartOrderPool(WorkerPool):
+    """A pool that checks in this process, recording the order `WorkerPool.run` starts its
+    tasks in (`parallel.start_order`: the order a pool of workers takes them)."""
+
+    def __init__(self) -> None:
+        super().__init__(isolate=True)  # taken whatever the history's size (`worth_workers`)
+        self.started: list[str] = []
+
+    def run(self, tasks: Any, **options: Any) -> Any:
+        order = start_order(tasks, options.get("large_first_from", math.inf))
+        self.started = [tasks[index].name for index in order]
+        return WorkerPool().run(tasks, **options)
+
+
+def test_the_whole_history_part_starts_first_in_a_pool_of_workers(tmp_path):
+    # The largest part, started last, would run alone after the keys' parts.
+    path = tmp_path / "history.jsonl"
+    write_jsonl(path, generate_history(400, 4, seed=3), overwrite=True)
+    parts: dict[str, list[bytes]] = defaultdict(list)
+    for kind, part, _split, _line, payload in stage_rows(Plan("kafka"), path, 2):
+        if kind == distributed.CALLS:
+            parts[part].append(payload)
+    pool = StartOrderPool()
+    answers = distributed.check_rows(Plan("kafka"), parts, None, pool=pool)
+    assert pool.started[0] == CYCLES_PART
+    keys = pool.started[1:]
+    assert len(keys) == 4 and keys == sorted(keys, key=lambda name: (sum(map(len, parts[name])), name))
+    assert {answer.name for answer in answers} == set(parts) - {distributed.SUBSCRIPTIONS_PART}

@@ -12,6 +12,7 @@ HistoryError text from the Spark engine.
 from __future__ import annotations
 
 import json
+import pickle
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,12 +22,19 @@ import pyarrow.parquet as pq
 import pytest
 
 from spark_checks import distributed
-from spark_checks.checking import Plan
+from spark_checks.checking import CYCLES_PART, Plan
 from spark_checks.engine import VerifyOptions, verify_history
 from spark_checks.history import Call, HistoryError, Operation, pair_calls
 from spark_checks.kafka_histories import generate_history
 from spark_checks.readers import open_history, operation_positions, write_edn, write_jsonl, write_parquet
-from spark_checks.spark_read import border_frame, count_starts, head, json_text, stage1_frame
+from spark_checks.spark_read import (
+    border_frame,
+    check_frame,
+    count_starts,
+    head,
+    json_text,
+    stage1_frame,
+)
 
 pytest.importorskip("pyspark")
 
@@ -358,3 +366,30 @@ def test_verdicts_evidence_and_counts_agree_across_engines_and_formats(spark: An
     first = next(iter(answers.values()))
     assert first[0].value == "invalid"  # the lost write is found
     assert all(answer == first for answer in answers.values()), {k: v[:3] for k, v in answers.items()}
+
+
+def test_the_whole_history_part_is_checked_alone_by_the_first_task(spark: Any, tmp_path: Path) -> None:
+    # Started first, it runs beside the keys' groups, not after them. `collect` gives the tasks'
+    # answers in task order, and a task answers for its parts in name order, where the
+    # whole-history part comes after every key (`"` sorts before letters).
+    path = tmp_path / "history.jsonl"
+    write_jsonl(path, generate_history(300, 6, seed=4))
+    with open(path, "rb") as handle:
+        ops = distributed.jsonl_ops([handle.readlines()], str(path), 1, 0)
+        rows = [
+            row
+            for row in distributed.stage1_rows(Plan("kafka"), [(0, ops)], str(path))
+            if row[0] == distributed.CALLS
+        ]
+    calls = spark.createDataFrame(
+        [(part, payload) for _, part, _, _, payload in rows], "part string, payload binary"
+    )
+    for buckets in (2, 3):
+        answers = [
+            pickle.loads(row["answer"]) for row in check_frame(calls, Plan("kafka"), None, buckets).collect()
+        ]
+        names = [answer.name for answer in answers]
+        assert names[0] == CYCLES_PART
+        assert sorted(names[1:]) == sorted(
+            {part for _, part, _, _, _ in rows} - {CYCLES_PART, distributed.SUBSCRIPTIONS_PART}
+        )
