@@ -73,6 +73,12 @@ def install() -> bool:
         return False
     modules = compiled_modules()
     if modules is None:
+        # asked for, yet absent or built from another source: say so once, run the source
+        print(
+            f"kafkaspec: {SWITCH}=1 but no compiled spec matches the source ({MANIFEST}): "
+            "running the interpreted spec; `make native` builds it",
+            file=sys.stderr,
+        )
         return False
     sys.meta_path.insert(0, CompiledFinder(modules))
     return True
