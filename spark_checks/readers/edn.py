@@ -26,6 +26,10 @@ cas-register with init 0 and multi-register with {:x 0 :y 0}); a nil read is "un
 cas or read, "did-not-happen" (knossos `without-failures` drops every :fail op and its
 invocation).
 
+Jepsen's own layout, one op map per line, is read faster by `edn_fast` (through orjson) as
+long as every line of a run is one it is sure to read as this module does (`edn_located`);
+the rest of the file is read here.
+
 Streaming: the file is read in 64 KiB chunks; each is scanned up to its last newline with one
 compiled regular expression (`findall`: the tokens, with newlines as tokens so lines are counted),
 and a string still open there is rescanned with the next chunk. A stack builds values, and every
@@ -57,11 +61,12 @@ rejected with a message.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any, Final
+from typing import Any, BinaryIO, Final
 
 from spark_checks.history import HistoryError, Operation, Position
 from spark_checks.readers._common import (
@@ -224,6 +229,12 @@ def _make_map(items: list[Any], source: str, line: int) -> dict[str, Any]:
         raise HistoryError(
             Position(source, line=line), "a map needs an even number of forms (key value pairs)"
         )
+    return map_of_pairs(items)
+
+
+def map_of_pairs(items: list[Any]) -> dict[str, Any]:
+    """A map's forms (an even number: key, value, key, value...) as the dict the reader makes:
+    a later duplicate key's value wins, keys other than strings as `_json_key` renders them."""
     pairs = iter(items)
     try:
         result: dict[Any, Any] = dict(zip(pairs, pairs, strict=False))
@@ -412,14 +423,13 @@ def iter_forms(
         raise HistoryError(Position(source, line=line), "a tag or #_ at the end of the file")
 
 
-def read_file_chunks(path: str | os.PathLike[str], name: str) -> Iterator[str]:
-    """The file's text in chunks; a byte that is not UTF-8 is a HistoryError with its offset."""
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed by the with below
-    except OSError as error:
-        raise HistoryError(Position(name), f"cannot read the file: {error.strerror}") from None
+def read_file_chunks(path: str | os.PathLike[str], name: str, start: int = 0) -> Iterator[str]:
+    """The file's text in chunks from byte `start`; a byte that is not UTF-8 is a HistoryError
+    with its offset."""
+    handle = _open(path, name)
     with handle:
-        offset = 0
+        handle.seek(start)
+        offset = start
         carry = b""
         while True:
             data = handle.read(CHUNK_CHARS)
@@ -453,13 +463,49 @@ def read_edn(path: str | os.PathLike[str]) -> Iterator[Operation]:
     return (operation for operation, _ in edn_located(path))
 
 
+FAST_RUN_LINES: Final = 4096
+"""Lines read at a time by `edn_fast.read_op_maps` before the tokenizer takes over."""
+
+
 def edn_located(path: str | os.PathLike[str]) -> Iterator[tuple[Operation, int]]:
-    """The operations of a Jepsen/Knossos EDN history, each with the line its op map starts on."""
+    """The operations of a Jepsen/Knossos EDN history, each with the line its op map starts on.
+
+    While the file is Jepsen's one op map per line, runs of `FAST_RUN_LINES` lines are read by
+    `edn_fast.read_op_maps`; from the first run it does not take (or from the start, for any
+    other shape), `iter_forms` reads the rest, from that line's byte: every run before ended
+    on a complete op map, where the tokenizer reading the whole file would have been."""
+    from spark_checks.readers.edn_fast import read_op_maps  # it builds on this module
+
     name = display_name(path)
-    for ordinal, (value, line) in enumerate(iter_forms(read_file_chunks(path, name), name)):
+    ordinal, line, start = 0, 1, 0
+    with _open(path, name) as handle:
+        while True:
+            run = b"".join(itertools.islice(handle, FAST_RUN_LINES))
+            if not run:
+                return
+            lines = run.split(b"\n")
+            if lines[-1] == b"":
+                lines.pop()
+            maps = read_op_maps(lines)
+            if maps is None:
+                break
+            for value in maps:
+                yield make_operation(value, ordinal, name, line, EXPECTED_OP), line
+                ordinal += 1
+                line += 1
+            start += len(run)
+    forms = iter_forms(read_file_chunks(path, name, start), name, first_line=line)
+    for number, (value, at) in enumerate(forms, ordinal):
         if type(value) is not dict:
-            raise HistoryError(Position(name, line=line), f"{EXPECTED_OP}; got {_describe(value)}")
-        yield make_operation(value, ordinal, name, line, EXPECTED_OP), line
+            raise HistoryError(Position(name, line=at), f"{EXPECTED_OP}; got {_describe(value)}")
+        yield make_operation(value, number, name, at, EXPECTED_OP), at
+
+
+def _open(path: str | os.PathLike[str], name: str) -> BinaryIO:
+    try:
+        return open(path, "rb")  # the caller closes it
+    except OSError as error:
+        raise HistoryError(Position(name), f"cannot read the file: {error.strerror}") from None
 
 
 def _describe(value: Any) -> str:

@@ -1,0 +1,303 @@
+"""A fast reading of the op-map lines Jepsen writes to `history.edn`, through JSON and orjson.
+
+Jepsen's `history.edn` holds one op map per line, made of few token kinds: keywords, integers,
+strings, `nil`/`true`/`false`, vectors and maps (`{:index 3, :time 3000, :type :ok, :process 2,
+:f :send, :value [[:send 36 [0 36]]]}`). Such text is rewritten into JSON with C-speed bytes
+operations only (no Python step per token) and parsed by orjson:
+
+* commas become spaces (EDN reads them as whitespace), `}` becomes `]` and brackets stand apart;
+  a non-empty map's `{` becomes `[{"":0}`: the map is read as a list led by that dict (before
+  maps are rebuilt, the only non-empty dict: no EDN value reads as one) and rebuilt afterwards
+  by `edn.map_of_pairs`, the reader's own rule for keys (`7` -> "7"); `{}` stays `{}`;
+* the text is split on whitespace and each word mapped through a table (`dict.get` in `map`,
+  the word itself when absent): `:kw` -> `"kw"` (the reader's `_atom`, learnt when orjson
+  first refuses a text for it), `nil` -> `null`; integers and strings pass unchanged; words
+  are joined by commas, and the commas right after `[` or before `]` are dropped;
+* strings are cut out first (split on `"`, no `\\` in the text) and put back after, so what
+  they hold is never rewritten.
+
+A run of lines that all hold Jepsen's fields in Jepsen's order (`_JEPSEN_LINE`: index, time,
+type, process, f, value) is read together: one regex scan gives the fields, the values make one
+JSON text. Any other run is read line by line: Jepsen's fields by `_JEPSEN_HEADER` and the value
+alone, any other op map whole. Only text that certainly reads the same way both ways is taken:
+no `\\` and no NUL byte; outside strings only ASCII letters, digits, spaces, commas, brackets
+and `:_?!*<>=/+.-` (so no list, set, tag, `#_`, comment, character, `^`); no digit followed by
+`.`, `e` or `E` (decimals); no 19 digits in a row (orjson reads long integers as floats); no
+`null` (an EDN symbol, JSON's nil); no deeper nesting than the reader allows (`MAX_NESTING`).
+Anything else orjson refuses (symbols, ratios, `N`/`M` suffixes, leading zeros, `+1`, control
+characters or bytes that are not UTF-8 in strings, a second form) or that does not come out one
+map with an even number of forms makes `read_op_maps` answer None, and the caller reads the
+lines with `iter_forms`, which gives the values and refusals (message and line) this module
+never makes up.
+
+Measured against the commit before it (2 cores shared with other jobs, load 5-7; CPU time,
+`time.process_time`; `distributed.edn_ops` on the first 200,000 lines, two rounds each):
+kafka-1000000-ops-1000-keys.edn 7.3-7.5 us per op against 20.4-21.6 with `iter_forms` alone,
+kafka-1000000-ops-64-keys-jepsen.edn 7.2 against 19.5-21.2; callgrind on the first 20,000
+lines, 56.5 k instructions per op against 159 k, and 53 k against 151 k. Most of the gain is
+`_read_together`: runs of lines in Jepsen's field order read with one regex scan and one JSON
+text (per-call cost dominates here). `kafkaspec verify --engine local --workers 1` on
+kafka-1000000-ops-1000-keys.edn (through `edn.edn_located`): 27.7 CPU-s against 42.0. A poll
+line of 3.8 MB (a final read) gains little: 0.66 s against 0.78, the maps being rebuilt in Python.
+`tests/spark_checks/test_edn_fast.py` compares the two readings on generated op maps.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from operator import itemgetter
+from typing import Any, Final
+
+import orjson
+
+from spark_checks.readers._common import MAX_NESTING, nests_deeper
+from spark_checks.readers.edn import _atom, map_of_pairs
+
+_CODE_CHARS: Final = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ,[]{}:_?!*<>=/+.-\x00"
+"""What the text outside strings may hold (NUL: where a string was cut out)."""
+_DIGITS_AS_ZERO: Final = bytes.maketrans(b"123456789", b"000000000")
+_LONG_INTEGER: Final = b"0" * 19  # orjson reads an integer past 64 bits as a float
+_AS_SPACE_AND_CLOSER: Final = bytes.maketrans(b",}", b" ]")
+_STRING_MARK: Final = b"\x00"
+_EMPTY_MAP_MARK: Final = b"\x01"
+_MAP_OPENER: Final = b' [{"":0} '
+"""A non-empty map is read as a list led by this dict, which is no EDN value (an EDN map is
+a list until it is rebuilt, and `{}` is read as the empty dict)."""
+_KEYWORD_WORD: Final = re.compile(rb"(?<!\S):[^\s\x00]*")
+_INTEGER_VECTOR_CHARS: Final = b"0123456789[] ,-"
+_JEPSEN_HEADER: Final = re.compile(
+    rb"\{:index (\d{1,18}), :time (\d{1,18}), :type :(invoke|ok|fail|info), "
+    rb":process (?:(\d{1,18})|:([A-Za-z][\w-]*)), :f :([A-Za-z][\w-]*), :value "
+)
+"""How Jepsen writes an op map's fields before its value (jepsen.history's Op record order)."""
+_JEPSEN_LINE: Final = re.compile(
+    rb"^\{:index (\d{1,18}), :time (\d{1,18}), :type :(invoke|ok|fail|info), "
+    rb":process (?:(\d{1,18})|:([A-Za-z][\w-]*)), :f :([A-Za-z][\w-]*), :value ([^\n]*)\}$",
+    re.MULTILINE,
+)
+"""A whole line of `_JEPSEN_HEADER`'s fields, its value up to the line's last `}`."""
+_SIMPLE_FORM: Final = re.compile(
+    rb"(?:[ ,\[\]]+|(?:-?(?:0|[1-9][0-9]{0,17})|:[A-Za-z_?!*<>=/+.-][\w?!*<>=/+.:-]*"
+    rb'|"[^"\\ ,\[\]{}\x00-\x1f]*"|nil|true|false|\{\})(?=[ ,\]]|\Z))*'
+)
+"""A form of vectors, integers, keywords, strings without spaces, commas or brackets, `nil`,
+`true`, `false` and `{}`: its words are its tokens (brackets glued), read without the checks
+and string cutting of `_json_of`."""
+_PIECES_LIMIT: Final = 10_000
+_PRESET: Final = {b"nil": b"null"}
+_NESTING_LEVELS: Final = MAX_NESTING + 1  # the op map and what its values nest (as `iter_forms`)
+
+
+class _NotFastError(Exception):
+    """The line is left to `iter_forms`."""
+
+
+def read_op_maps(lines: Sequence[bytes]) -> list[dict[str, Any]] | None:
+    """The op map of each line (one per line, starting it and ending it), as `iter_forms`
+    reads it; None if any line is not certain to read the same way here (see the module)."""
+    pieces: dict[bytes, bytes] = dict(_PRESET)
+    try:
+        maps = _read_together(lines, pieces)
+        return maps if maps is not None else _read_each(lines, pieces)
+    except _NotFastError:
+        return None
+
+
+def _read_together(lines: Sequence[bytes], pieces: dict[bytes, bytes]) -> list[dict[str, Any]] | None:
+    """Lines that all hold Jepsen's fields in Jepsen's order (`_JEPSEN_LINE`), read with one
+    scan and one JSON text for them all (the cost here is per call, not per byte); None when
+    they do not."""
+    text = b"\n".join(lines)
+    if text.count(b"\n") != len(lines) - 1:
+        return None
+    rows = _JEPSEN_LINE.findall(text)
+    if len(rows) != len(lines):
+        return None
+    forms = list(map(itemgetter(6), rows))
+    try:
+        _json, wrapped, rebuild = _json_of(b"[[" + b"] [".join(forms) + b"]]", pieces, MAX_NESTING + 2)
+    except _NotFastError:
+        return None
+    if wrapped.__class__ is not list or len(wrapped) != len(rows) or set(map(len, wrapped)) != {1}:
+        return None  # some line's value is not one form
+    values = list(map(itemgetter(0), wrapped))
+    if rebuild:
+        for number, form in enumerate(forms):
+            if form.count(b"{") != form.count(b"{}"):
+                values[number] = _rebuilt(values[number])
+    names: dict[bytes, str] = {}
+    maps: list[dict[str, Any]] = []
+    append = maps.append
+    for (index, time, kind, number, process, f, _), value in zip(rows, values, strict=True):
+        append(
+            {
+                "index": int(index),
+                "time": int(time),
+                "type": names.get(kind) or names.setdefault(kind, kind.decode()),
+                "process": int(number)
+                if number
+                else names.get(process) or names.setdefault(process, process.decode()),
+                "f": names.get(f) or names.setdefault(f, f.decode()),
+                "value": value,
+            }
+        )
+    return maps
+
+
+def _read_each(lines: Sequence[bytes], pieces: dict[bytes, bytes]) -> list[dict[str, Any]] | None:
+    """The lines read one by one: Jepsen's fields by `_JEPSEN_HEADER`, any other op map whole."""
+    maps = []
+    header = _JEPSEN_HEADER.match
+    names: dict[bytes, str] = {}
+    jsons: dict[bytes, tuple[bytes, bool]] = {}
+    for line in lines:
+        if line[-1:] != b"}":
+            return None
+        fields = header(line)
+        if fields is None:  # any other op map: the whole line is one form
+            _json, found, rebuild = _json_of(line, pieces, _NESTING_LEVELS)
+            if rebuild:
+                found = _rebuilt(found)
+            if found.__class__ is not dict:
+                return None
+            maps.append(found)
+            continue
+        index, time, kind, number, process, f = fields.groups()
+        maps.append(
+            {
+                "index": int(index),
+                "time": int(time),
+                "type": names.get(kind) or names.setdefault(kind, kind.decode()),
+                "process": int(number) if number is not None else process.decode(),
+                "f": names.get(f) or names.setdefault(f, f.decode()),
+                "value": _form(line[fields.end() : -1], pieces, jsons, MAX_NESTING),
+            }
+        )
+    return maps
+
+
+def _form(
+    text: bytes, pieces: dict[bytes, bytes], jsons: dict[bytes, tuple[bytes, bool]], levels: int
+) -> Any:
+    """The one EDN form `text` holds, through JSON; `_NotFastError` unless certainly read alike.
+    `jsons`: the JSON text of forms seen before (Jepsen repeats values: `[:poll]`, a send
+    retried), and whether it has maps to rebuild."""
+    known = jsons.get(text)
+    if known is None:
+        if _SIMPLE_FORM.fullmatch(text) and (len(text) <= levels or not nests_deeper(text, levels)):
+            spaced = text.replace(b",", b" ").replace(b"[", b" [ ").replace(b"]", b" ] ")
+            words = spaced.split()
+            json = b",".join(map(pieces.get, words, words)).replace(b"[,", b"[").replace(b",]", b"]")
+            try:
+                value = orjson.loads(json)
+            except orjson.JSONDecodeError:  # a keyword not in `pieces` yet
+                if not _learn(spaced, pieces):
+                    raise _NotFastError from None
+                json = b",".join(map(pieces.get, words, words)).replace(b"[,", b"[").replace(b",]", b"]")
+                value = _parsed(json)
+            if len(jsons) < _PIECES_LIMIT:
+                jsons[text] = json, False
+            return value
+        json, value, rebuild = _json_of(text, pieces, levels)
+        if len(jsons) < _PIECES_LIMIT:
+            jsons[text] = json, rebuild
+    else:
+        json, rebuild = known
+        value = orjson.loads(json)
+    return _rebuilt(value) if rebuild else value
+
+
+def _json_of(text: bytes, pieces: dict[bytes, bytes], levels: int) -> tuple[bytes, Any, bool]:
+    """The JSON text of the one EDN form `text` holds, what orjson reads of it, and whether it
+    has maps to rebuild;
+    `_NotFastError` unless certainly read alike. `pieces`: the table of keywords and nils as JSON
+    (see the module), grown as they come; `levels`: the nesting the reader allows here."""
+    if b"\\" in text or _STRING_MARK in text:
+        raise _NotFastError
+    parts = text.split(b'"') if b'"' in text else None
+    if parts is not None:
+        if not len(parts) & 1:
+            raise _NotFastError
+        code = _STRING_MARK.join(parts[0::2])
+    else:
+        code = text
+    if not code.translate(None, _INTEGER_VECTOR_CHARS):  # integers in vectors: nothing to look up
+        if _LONG_INTEGER in code.translate(_DIGITS_AS_ZERO) or nests_deeper(code, levels):
+            raise _NotFastError
+        json = b",".join(code.replace(b",", b" ").split()).replace(b"[,", b"[").replace(b",]", b"]")
+        return json, _parsed(json), False
+    if code.translate(None, _CODE_CHARS) or b"null" in code:
+        raise _NotFastError
+    digits = code.translate(_DIGITS_AS_ZERO)
+    if _LONG_INTEGER in digits or b"0." in digits or b"0e" in digits or b"0E" in digits:
+        raise _NotFastError
+    if nests_deeper(code, levels):
+        raise _NotFastError
+    spaced = (
+        code.translate(_AS_SPACE_AND_CLOSER)
+        .replace(b"{]", _EMPTY_MAP_MARK)
+        .replace(b"[", b" [ ")
+        .replace(b"]", b" ] ")
+        .replace(b"{", _MAP_OPENER)
+        .replace(_EMPTY_MAP_MARK, b" {} ")
+    )
+    words = spaced.split()
+    for attempt in (1, 2):
+        json = b",".join(map(pieces.get, words, words)).replace(b"[,", b"[").replace(b",]", b"]")
+        if parts is not None:
+            parts[0::2] = json.split(_STRING_MARK)
+            json = b'"'.join(parts)
+        try:
+            return json, orjson.loads(json), code.count(b"{") != code.count(b"{}")
+        except orjson.JSONDecodeError:
+            if attempt == 2 or not _learn(spaced, pieces):
+                raise _NotFastError from None
+    raise AssertionError("unreachable")
+
+
+def _parsed(json: bytes) -> Any:
+    try:
+        return orjson.loads(json)
+    except orjson.JSONDecodeError:
+        raise _NotFastError from None
+
+
+def _learn(spaced: bytes, pieces: dict[bytes, bytes]) -> bool:
+    """Put the keywords among the words of `spaced` (brackets apart, strings cut out: a `:`
+    starts a keyword) in the table; whether any was new."""
+    learnt = False
+    for word in set(_KEYWORD_WORD.findall(spaced)).difference(pieces):
+        if len(pieces) >= _PIECES_LIMIT:
+            break
+        try:
+            pieces[word] = orjson.dumps(_atom(word.decode("ascii")))
+        except ValueError:  # `:` alone: refused by the reader
+            continue
+        learnt = True
+    return learnt
+
+
+def _map(value: Any) -> dict[str, Any]:
+    """A map read as a list led by the empty dict: its forms paired, as the reader pairs them."""
+    if value.__class__ is not list or not value or not value[0] or not len(value) & 1:
+        raise _NotFastError  # the `_MAP_OPENER` dict is the only non-empty dict before maps are rebuilt
+    keys = value[1::2]
+    if list(map(type, keys)).count(str) == len(keys):  # `map_of_pairs`'s usual case, cheaper
+        return dict(zip(keys, value[2::2], strict=True))
+    return map_of_pairs(value[1:])
+
+
+def _rebuilt(value: Any) -> Any:
+    """Maps inside `value` rebuilt, innermost first (a map's key may be a map or vector)."""
+    if value.__class__ is not list:
+        return value
+    is_map = bool(value) and value[0].__class__ is dict and bool(value[0])  # before its maps are rebuilt
+    if list in map(type, value):  # a list of no list and no map (a Kafka [offset value]) is left alone
+        value = [
+            _rebuilt(item)
+            if item.__class__ is list and (list in map(type, item) or (item and item[0].__class__ is dict))
+            else item
+            for item in value
+        ]
+    return _map(value) if is_map else value
