@@ -61,12 +61,12 @@ rejected with a message.
 
 from __future__ import annotations
 
-import itertools
+import io
 import json
 import os
 import re
 from collections.abc import Iterable, Iterator
-from typing import Any, BinaryIO, Final
+from typing import Any, Final
 
 from spark_checks.history import HistoryError, Operation, Position
 from spark_checks.readers._common import (
@@ -463,24 +463,25 @@ def read_edn(path: str | os.PathLike[str]) -> Iterator[Operation]:
     return (operation for operation, _ in edn_located(path))
 
 
-FAST_RUN_LINES: Final = 4096
-"""Lines read at a time by `edn_fast.read_op_maps` before the tokenizer takes over."""
+FAST_RUN_BYTES: Final = 1 << 20
+"""Whole lines read at a time (about this many bytes) for `edn_fast.read_op_maps`."""
 
 
 def edn_located(path: str | os.PathLike[str]) -> Iterator[tuple[Operation, int]]:
     """The operations of a Jepsen/Knossos EDN history, each with the line its op map starts on.
 
-    While the file is Jepsen's one op map per line, runs of `FAST_RUN_LINES` lines are read by
-    `edn_fast.read_op_maps`; from the first run it does not take (or from the start, for any
-    other shape), `iter_forms` reads the rest, from that line's byte: every run before ended
-    on a complete op map, where the tokenizer reading the whole file would have been."""
+    While the file is Jepsen's one op map per line (it starts with `{`), runs of lines of about
+    `FAST_RUN_BYTES` are read by `edn_fast.read_op_maps`; from the first run it does not take
+    (or from the start, for any other shape: a vector on one line is never read whole),
+    `iter_forms` reads the rest, from that line's byte: every run before ended on a complete
+    op map, where the tokenizer reading the whole file would have been."""
     from spark_checks.readers.edn_fast import read_op_maps  # it builds on this module
 
     name = display_name(path)
     ordinal, line, start = 0, 1, 0
     with _open(path, name) as handle:
-        while True:
-            run = b"".join(itertools.islice(handle, FAST_RUN_LINES))
+        while handle.peek(1)[:1] == b"{":
+            run = b"".join(handle.readlines(FAST_RUN_BYTES))
             if not run:
                 return
             lines = run.split(b"\n")
@@ -501,7 +502,7 @@ def edn_located(path: str | os.PathLike[str]) -> Iterator[tuple[Operation, int]]
         yield make_operation(value, number, name, at, EXPECTED_OP), at
 
 
-def _open(path: str | os.PathLike[str], name: str) -> BinaryIO:
+def _open(path: str | os.PathLike[str], name: str) -> io.BufferedReader:
     try:
         return open(path, "rb")  # the caller closes it
     except OSError as error:

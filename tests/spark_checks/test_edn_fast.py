@@ -205,12 +205,12 @@ def _located(path: Path) -> list[Any] | tuple[str, str]:
 def test_the_local_reader_gives_the_same_operations_or_error_with_and_without_the_fast_reading(
     first: list[str], then: list[str], between: bytes
 ) -> None:
-    """Runs of two lines, so that the tokenizer takes over after runs read fast."""
+    """Runs of a few lines, so that the tokenizer takes over after runs read fast."""
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "h.edn"
         path.write_bytes("\n".join(first).encode() + b"\n" + between + "\n".join(then).encode())
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(edn, "FAST_RUN_LINES", 2)
+            patch.setattr(edn, "FAST_RUN_BYTES", 150)  # a few lines: the tokenizer takes over after
             with_fast = _located(path)
             patch.setattr(edn_fast, "read_op_maps", lambda lines: None)
             without = _located(path)
