@@ -1871,7 +1871,7 @@ def _lag_summary_in_order(ordered: list[Call]) -> dict[str, JsonValue]:
         return _NO_LAG
     maxes = [_max_offsets(call) for call in ordered]
     expired = _expired_times(ordered, maxes)
-    greatest: dict[tuple[Process, Key], tuple[int, int]] = {}  # (process, key) -> (lag, time)
+    greatest: dict[Process, dict[Key, tuple[int, int]]] = {}  # process -> key -> (lag, time)
     worst: list[Any] = [0, 0, None, None]  # lag (0: none yet), time, process, key
     poll_times: dict[Process, list[int]] = {}
     # Per process: key -> (offset, index in its poll_times of the first poll at that offset).
@@ -1883,10 +1883,9 @@ def _lag_summary_in_order(ordered: list[Call]) -> dict[str, JsonValue]:
         # The lag of a stretch of polls at `offset`, measured at its last poll (`started`).
         known = expired.get(key, no_times)
         lag = 0 if offset + 1 >= len(known) or known[offset + 1] > started else started - known[offset + 1]
-        slot = (process, key)
-        kept = greatest.get(slot)
+        kept = greatest[process].get(key)
         if kept is None or lag > kept[0]:
-            greatest[slot] = (lag, started)
+            greatest[process][key] = (lag, started)
         # The first greatest lag; of equal lags, the earliest poll's.
         if lag > worst[0] or (lag and lag == worst[0] and started < worst[1]):
             worst[:] = lag, started, process, key
@@ -1900,6 +1899,7 @@ def _lag_summary_in_order(ordered: list[Call]) -> dict[str, JsonValue]:
         if times is None:
             times = poll_times[process] = []
             positions[process] = {}
+            greatest[process] = {}
         held = positions[process]
         if f in {"poll", "txn"}:
             started = call.invoke_time
@@ -1937,17 +1937,22 @@ def _lag_summary_in_order(ordered: list[Call]) -> dict[str, JsonValue]:
             if polls > first:
                 flush(process, key, offset, times[-1])
     by: dict[tuple[str, Key], Record] = {}
-    top = heapq.nlargest(LAG_LISTED, greatest.items(), key=lambda item: item[1][0])
-    cut = top[-1][1][0] if len(top) == LAG_LISTED else -1
-    for (process, key), (lag, started) in greatest.items():
-        if lag < cut:
-            continue  # not among the greatest: `_lag_record` drops it (the count stays exact)
-        slot = (json.dumps(process, default=str), key)
-        by[slot] = {"process": process, "key": key, "max_lag": lag, "time": started}
+    lags = (kept[0] for held in greatest.values() for kept in held.values())
+    top = heapq.nlargest(LAG_LISTED, lags)
+    cut = top[-1] if len(top) == LAG_LISTED else -1
+    for process, held in greatest.items():
+        for key, (lag, started) in held.items():
+            if lag >= cut:  # else not among the greatest: `_lag_record` drops it (the count stays exact)
+                by[json.dumps(process, default=str), key] = {
+                    "process": process,
+                    "key": key,
+                    "max_lag": lag,
+                    "time": started,
+                }
     record: Record = first_lag if first_lag is not None else {"time": 0, "lag": 0}
     if worst[0]:
         record = {"time": worst[1], "process": worst[2], "key": worst[3], "lag": worst[0]}
-    return _lag_record(record, by, len(greatest))
+    return _lag_record(record, by, sum(map(len, greatest.values())))
 
 
 def _unseen_merge_keys(collected: _Collected) -> dict[Key, list[Any]]:
