@@ -62,7 +62,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from spec import checker
+from spec import _compiled, checker
 from spec._frozen import cache_hash, fast_init, replace
 from spec.machines import Scenario
 from spec.scenarios import SCENARIOS
@@ -129,6 +129,7 @@ class Baseline:
         self.process = subprocess.Popen(
             [sys.executable, "-c", BASELINE_SERVER],
             cwd=self.directory.name,
+            env={**os.environ, _compiled.SWITCH: "0"},  # the baseline is always the interpreted source
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -306,6 +307,11 @@ def main() -> None:
         f"load {os.getloadavg()[0]:.1f}, best of {arguments.repeat}; targets: 2x TLC's best "
         f"{TARGET_BEST:,.0f} states/s, 2x TLC's low {TARGET_LOW:,.0f}"
         + (f"; baseline: spec/ at {arguments.baseline}" if baseline else "")
+    )
+    print(
+        "spec: compiled (make native, KAFKASPEC_NATIVE=1)"
+        if _compiled.CompiledFinder in {type(finder) for finder in sys.meta_path}
+        else "spec: interpreted source (KAFKASPEC_NATIVE=1 after `make native` runs it compiled)"
     )
     floor = 0.0
     if arguments.floor:
