@@ -1527,8 +1527,10 @@ def _wr_edge_of(collected: _Collected, state: _KeyState) -> bool:
 def _realtime_edge(ordered: list[Call]) -> bool:
     """An `ok` data call completed before another data call was invoked (Elle's realtime edge)."""
     calls = [call for call in ordered if call.f in DATA_FUNCTIONS]
-    done = [c.complete_index for c in calls if c.outcome is _OK and c.complete_index is not None]
-    return bool(done) and any(c.invoke_index > min(done) for c in calls)
+    first_done = min(
+        (c.complete_index for c in calls if c.outcome is _OK and c.complete_index is not None), default=None
+    )
+    return first_done is not None and any(c.invoke_index > first_done for c in calls)
 
 
 def _several_readers(collected: _Collected, state: _KeyState) -> bool:

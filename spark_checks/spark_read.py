@@ -146,7 +146,8 @@ T = TypeVar("T")
 
 def _guarded(rows: Callable[[], Iterable[T]], stage: str, bug: Callable[[str], T]) -> Iterator[T]:
     """A task's rows with the cyclic collector off; an exception (a bug: bad input is an ERROR
-    row already) becomes a row (`bug`), raised on the driver as `engine.SparkTaskError`."""
+    row already) becomes a row (`bug`), raised on the driver as `engine.SparkTaskError` with the
+    task's traceback."""
     with distributed.no_cyclic_gc():
         try:
             yield from rows()
