@@ -1,7 +1,8 @@
 """Compile the spec (`spec/`) to C extension modules with mypyc (mypy's compiler, which
 compiles mypy itself): the model checker runs 2.5-3x faster on the same source.
 
-Usage: python -m kafkaspec.native [--jobs N]     (`make native`)
+Usage: python -m kafkaspec.native [--jobs N] [--if-stale]     (`make native`; the install step of
+`make run` and `make test` runs it with `--if-stale`, which keeps a build of the same source)
 
 The spec stays plain, readable Python (frozen dataclasses, pure functions) and is never
 changed: this build compiles a copy of it. mypyc turns attribute reads into struct loads and
@@ -26,9 +27,11 @@ mypyc keeps only the text signature of a function or class as its docstring; the
 docstrings at run time (an invariant explains a counterexample with its own), so the build
 writes each one back into the generated C before compiling it.
 
-The result goes to `build/native/` with a manifest (a digest of every `spec/**/*.py`);
-`spec._compiled` imports it instead of the source only when `KAFKASPEC_NATIVE=1` and the
-digest is the source's, so a stale build never shadows an edited module.
+The result goes to `build/native/` with a manifest (a digest of every `spec/**/*.py`), and a
+record of the source files' stats that lets a process check the digest without reading them;
+`spec._compiled` imports it instead of the source, by default, while the digest is the
+source's, so a stale build never shadows an edited module (`KAFKASPEC_NATIVE=0` forces the
+source).
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from typing import Any
 
-from spec._compiled import BUILD, MANIFEST, SWITCH, source_digest
+from spec._compiled import BUILD, MANIFEST, compiled_modules, record_source_stats, source_digest
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "spec"
@@ -441,13 +444,20 @@ def build(jobs: int) -> dict[str, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="C files compiled at once")
+    parser.add_argument("--if-stale", action="store_true", help="keep a build of the same source")
     arguments = parser.parse_args()
+    if arguments.if_stale and compiled_modules() is not None:
+        record_source_stats()
+        print(f"kafkaspec: the compiled spec in {BUILD} matches the source: kept")
+        return
     started, cpu = time.perf_counter(), time.process_time()
     built = build(arguments.jobs)
+    if not record_source_stats():
+        sys.exit(f"kafkaspec: the spec changed while {BUILD} was built: `make native` again")
     print(
-        f"{len(built)} compiled modules in {BUILD} ({time.perf_counter() - started:.0f} s; "
-        f"{time.process_time() - cpu:.0f} CPU-s in this process, the C compiler's apart); "
-        f"used with {SWITCH}=1"
+        f"kafkaspec: {len(built)} compiled modules in {BUILD} ({time.perf_counter() - started:.0f} s; "
+        f"{time.process_time() - cpu:.0f} CPU-s in this process, the C compiler's apart): "
+        "the spec runs compiled"
     )
 
 

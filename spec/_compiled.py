@@ -1,14 +1,28 @@
-"""Import the spec's modules compiled to C by `python -m kafkaspec.native` (mypyc), when asked
-and when they were built from the source as it is now.
+"""Import the spec's modules compiled to C by `python -m kafkaspec.native` (mypyc) when a build
+of the source as it is now exists; the interpreted source otherwise.
 
-The compiled modules live apart from the source (`build/native/`), so a stale build can never
-shadow an edited module: the build's manifest records a digest of every `spec/**/*.py`, and
-they are used only when it equals the source's digest. They are used only with
-`KAFKASPEC_NATIVE=1` in the environment: the model checker then runs 2.5-3x faster
-(`bench.model_check`), but what introspects the spec's functions (`kafkaspec docs` shows
-their source, CrossHair symbolically executes them, coverage and debuggers trace them) needs
-the interpreted source, which is the default. All or nothing: compiled modules call each
-other directly in C, so a mix of compiled and interpreted modules is never loaded.
+The compiled spec is the default, as black and mypy ship their own code compiled with mypyc:
+the model checker runs it 2.5-3x faster (`bench.model_check`), with the same states,
+transitions and counterexamples (`tests/spec/test_native.py`). `make run` and `make test`
+build it when they install (`build/native/`); without a C compiler the source runs.
+`KAFKASPEC_NATIVE` in the environment chooses:
+
+* unset (or any other value): the build when it matches the source, else the source, silently;
+* `0`: the source. What introspects the spec's functions needs it: `kafkaspec docs` shows their
+  source (it renders its pages in a process started with `0`), CrossHair executes them
+  symbolically, the tests that monkeypatch a spec function (compiled callers never look it up)
+  run with it (`tests/conftest.py`), and so do coverage and debuggers;
+* `1`: the build, demanded: when it is missing or stale, one line on stderr, and the source runs.
+
+The compiled modules live apart from the source, so a stale build never shadows an edited
+module: the build's manifest records a digest of every `spec/**/*.py`, and the build is used
+only while it equals the source's digest. Hashing 2 MB of source (and importing hashlib and
+json to do it) would cost `import spec` about 9 ms on every start, so the check first compares
+what `os.stat` says of each source file (size, modification and change times, inode) with a
+record of them taken when the digest last matched (`SOURCE_STATS`, written by
+`python -m kafkaspec.native`), as git compares its index; any difference, and the digest
+decides. All or nothing: compiled modules call each other directly in C, so a mix of compiled
+and interpreted modules is never loaded.
 """
 
 from __future__ import annotations
@@ -23,7 +37,11 @@ from types import ModuleType
 PACKAGE = Path(__file__).resolve().parent
 BUILD = PACKAGE.parent / "build" / "native"
 MANIFEST = BUILD / "manifest.json"
+SOURCE_STATS = BUILD / "source-stats.tsv"
 SWITCH = "KAFKASPEC_NATIVE"
+_RECENT_NS = 3_000_000_000
+"""A file changed this recently when its stats are recorded is left out of the record: an edit in
+the same tick of a coarse file-system clock could leave its stats unchanged (git's "racy" files)."""
 
 
 def source_digest(package: Path = PACKAGE) -> str:
@@ -34,6 +52,11 @@ def source_digest(package: Path = PACKAGE) -> str:
     for path in sorted(package.rglob("*.py")):
         digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
+
+
+def _stat_key(status: os.stat_result) -> str:
+    """What changes when a file is written, replaced or touched."""
+    return f"{status.st_size} {status.st_mtime_ns} {status.st_ctime_ns} {status.st_ino}"
 
 
 class CompiledFinder:
@@ -51,34 +74,128 @@ class CompiledFinder:
         return None if location is None else importlib.util.spec_from_file_location(fullname, location)
 
 
-def compiled_modules() -> dict[str, Path] | None:
-    """The compiled module of each name, when a build exists for this interpreter and matches
-    the source; None otherwise."""
-    import json
-
-    try:
-        manifest = json.loads(MANIFEST.read_text())
-    except (OSError, ValueError):
-        return None
-    if manifest.get("cache_tag") != sys.implementation.cache_tag or manifest.get("digest") != source_digest():
-        return None
-    modules = {name: BUILD / relative for name, relative in manifest["modules"].items()}
+def _present(modules: dict[str, Path]) -> dict[str, Path] | None:
     return modules if all(path.exists() for path in modules.values()) else None
 
 
+def _recorded_modules(package: Path) -> dict[str, Path] | None:
+    """The build's modules when `SOURCE_STATS` records the manifest and every source file as
+    `os.stat` sees them now; None when anything differs (the digest then decides)."""
+    try:
+        header, *rows = SOURCE_STATS.read_text().splitlines()
+        if header != f"{sys.implementation.cache_tag}\t{_stat_key(MANIFEST.stat())}":
+            return None
+        recorded = dict(row.rsplit("\t", 1) for row in rows)
+        files = list(package.rglob("*.py"))
+        if sum(name.startswith("source\t") for name in recorded) != len(files) or any(
+            recorded.get(f"source\t{path.relative_to(package).as_posix()}") != _stat_key(path.stat())
+            for path in files
+        ):
+            return None
+    except (OSError, ValueError):
+        return None
+    prefix = "module\t"
+    return _present(
+        {name[len(prefix) :]: BUILD / where for name, where in recorded.items() if name.startswith(prefix)}
+    )
+
+
+def _manifest() -> dict[str, object] | None:
+    try:
+        text = MANIFEST.read_text()  # before importing json: no build, no cost
+    except OSError:
+        return None
+    import json
+
+    try:
+        manifest = json.loads(text)
+    except ValueError:
+        return None
+    return manifest if isinstance(manifest, dict) else None
+
+
+def compiled_modules(package: Path = PACKAGE) -> dict[str, Path] | None:
+    """The compiled module of each name, when a build exists for this interpreter and matches
+    the source; None otherwise."""
+    recorded = _recorded_modules(package)
+    if recorded is not None:
+        return recorded
+    manifest = _manifest()
+    if manifest is None or manifest.get("cache_tag") != sys.implementation.cache_tag:
+        return None
+    if manifest.get("digest") != source_digest(package):
+        return None
+    listed = manifest.get("modules")
+    return (
+        _present({str(name): BUILD / str(where) for name, where in listed.items()})
+        if isinstance(listed, dict)
+        else None
+    )
+
+
+def record_source_stats(package: Path = PACKAGE) -> bool:
+    """Record each source file's stats in `SOURCE_STATS` when the build matches the source (True
+    then), so that later imports check the build with `os.stat` alone; remove the record
+    otherwise. The stats are taken before the digest reads the files: a file written since has
+    other stats, and the digest decides for it."""
+    import time
+
+    SOURCE_STATS.unlink(missing_ok=True)
+    try:
+        manifest_key = _stat_key(MANIFEST.stat())
+        files = sorted(package.rglob("*.py"))
+        stats = {path.relative_to(package).as_posix(): path.stat() for path in files}
+    except OSError:
+        return False
+    manifest = _manifest()
+    if manifest is None or manifest.get("cache_tag") != sys.implementation.cache_tag:
+        return False
+    listed = manifest.get("modules")
+    if manifest.get("digest") != source_digest(package) or not isinstance(listed, dict):
+        return False
+    recent = time.time_ns() - _RECENT_NS
+    if any(max(status.st_mtime_ns, status.st_ctime_ns) > recent for status in stats.values()):
+        return True  # matches, but some file is too fresh to trust its stats: the digest decides
+    rows = [f"{sys.implementation.cache_tag}\t{manifest_key}"]
+    rows += [f"source\t{name}\t{_stat_key(status)}" for name, status in stats.items()]
+    rows += [f"module\t{name}\t{where}" for name, where in listed.items()]
+    scratch = SOURCE_STATS.with_suffix(".tmp")
+    scratch.write_text("\n".join(rows) + "\n")
+    scratch.replace(SOURCE_STATS)
+    return True
+
+
 def install() -> bool:
-    """Import the spec's modules from the compiled build from now on, if asked
-    (`KAFKASPEC_NATIVE=1`) and the build is current; True when it will."""
-    if os.environ.get(SWITCH) != "1" or any(isinstance(item, CompiledFinder) for item in sys.meta_path):
+    """Import the spec's modules from the compiled build from now on when it matches the source,
+    unless `KAFKASPEC_NATIVE=0`; True when it will."""
+    choice = os.environ.get(SWITCH)
+    if choice == "0" or active():
         return False
     modules = compiled_modules()
     if modules is None:
-        # asked for, yet absent or built from another source: say so once, run the source
-        print(
-            f"kafkaspec: {SWITCH}=1 but no compiled spec matches the source ({MANIFEST}): "
-            "running the interpreted spec; `make native` builds it",
-            file=sys.stderr,
-        )
+        if choice == "1":  # demanded, yet absent or built from another source: say so once
+            print(
+                f"kafkaspec: {SWITCH}=1 but no compiled spec matches the source ({MANIFEST}): "
+                "running the interpreted spec; `make native` builds it",
+                file=sys.stderr,
+            )
         return False
     sys.meta_path.insert(0, CompiledFinder(modules))
     return True
+
+
+def active() -> bool:
+    """This process imports the spec's modules from the compiled build."""
+    return any(isinstance(finder, CompiledFinder) for finder in sys.meta_path)
+
+
+def describe() -> str:
+    """Which spec this process runs, and why, in a few words (`kafkaspec check --all`,
+    `bench.model_check`)."""
+    if active():
+        return "compiled with mypyc"
+    if os.environ.get(SWITCH) == "0":
+        return f"interpreted source ({SWITCH}=0)"
+    if not MANIFEST.exists():
+        return "interpreted source (no compiled build: `make native`)"
+    return "interpreted source (the compiled build is stale: `make native`)"

@@ -1,9 +1,18 @@
-"""Shared pytest configuration: Hypothesis profiles, the session-wide SparkSession, and the
-scenarios' findings computed once per session."""
+"""Shared pytest configuration: the interpreted spec, Hypothesis profiles, the session-wide
+SparkSession, and the scenarios' findings computed once per session."""
 
 from __future__ import annotations
 
 import os
+
+# The suite tests the spec's source, not the compiled build a user runs by default
+# (`spec._compiled`): the tests that monkeypatch a spec function to make a mutant are not seen
+# by compiled callers, and coverage needs the source. Set before anything imports `spec`, and
+# inherited by the processes the tests start; `KAFKASPEC_NATIVE=1 pytest` runs the build.
+# `tests/spec/test_native.py` compares the build with the source.
+if os.environ.get("KAFKASPEC_NATIVE") != "1":
+    os.environ["KAFKASPEC_NATIVE"] = "0"
+
 import shutil
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -13,8 +22,12 @@ from hypothesis import HealthCheck, settings
 
 import spec.scenarios
 from kafkaspec.outcomes import FindingsCache
+from spec import _compiled
 from spec.machines import Scenario, ScenarioOutcome, run_scenario
 from tests.shared_findings import SHARED_FINDINGS
+
+# Something imported `spec` before this file could set the switch (a plugin, a root conftest.py).
+assert os.environ["KAFKASPEC_NATIVE"] == "1" or not _compiled.active(), "the tests run the compiled spec"
 
 # CI runs a fixed, derandomized profile so a red build can be reproduced; locally the
 # default profile explores new examples each run.

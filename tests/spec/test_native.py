@@ -1,6 +1,7 @@
 """The compiled build of the spec (`kafkaspec.native`) and the loader that picks it
 (`spec._compiled`): the copy mypyc compiles spells out what `@dataclass` would generate, the
-compiled modules get their docstrings back, and a build is used only when asked and current."""
+compiled modules get their docstrings back, and a build is used by default while current,
+never when stale or when `KAFKASPEC_NATIVE=0`."""
 
 from __future__ import annotations
 
@@ -8,7 +9,11 @@ import ast
 import dataclasses
 import importlib
 import json
+import os
+import subprocess
 import sys
+from collections.abc import Callable
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
 import pytest
@@ -162,9 +167,22 @@ def _manifest(tmp_path: Path, digest: str) -> None:
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
 
 
-def test_a_build_is_used_only_while_it_matches_the_source(tmp_path, monkeypatch):
-    monkeypatch.setattr(_compiled, "BUILD", tmp_path)
-    monkeypatch.setattr(_compiled, "MANIFEST", tmp_path / "manifest.json")
+@pytest.fixture
+def build_in(monkeypatch: pytest.MonkeyPatch) -> Callable[[Path], None]:
+    """Point `spec._compiled` at a build in another folder; `install` adds its finder to a copy
+    of `sys.meta_path`."""
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+
+    def point(folder: Path) -> None:
+        monkeypatch.setattr(_compiled, "BUILD", folder)
+        monkeypatch.setattr(_compiled, "MANIFEST", folder / "manifest.json")
+        monkeypatch.setattr(_compiled, "SOURCE_STATS", folder / "source-stats.tsv")
+
+    return point
+
+
+def test_a_build_is_used_only_while_it_matches_the_source(tmp_path, build_in):
+    build_in(tmp_path)
     assert _compiled.compiled_modules() is None  # no build
     _manifest(tmp_path, _compiled.source_digest())
     assert _compiled.compiled_modules() == {"spec.x": tmp_path / "src" / "module.so"}
@@ -184,18 +202,118 @@ def test_the_digest_changes_with_any_module(tmp_path):
     assert _compiled.source_digest(tmp_path) != before
 
 
-def test_the_compiled_build_is_opt_in(monkeypatch):
+def test_the_recorded_stats_stand_for_the_digest_until_a_file_changes(tmp_path, build_in, monkeypatch):
+    """While every source file's stats are what the record says, the build is used without
+    reading the source; an edited, added or removed file, or a rebuilt manifest, sends the
+    check back to the digest."""
+    package, build = tmp_path / "package", tmp_path / "build"
+    (package / "sub").mkdir(parents=True)
+    (package / "a.py").write_text("x = 1\n")
+    (package / "sub" / "b.py").write_text("y = 2\n")
+    build.mkdir()
+    build_in(build)
+    _manifest(build, _compiled.source_digest(package))
+    modules = {"spec.x": build / "src" / "module.so"}
+    # files written this instant are left out of the record (their stats may not change yet)
+    assert _compiled.record_source_stats(package) is True
+    assert not _compiled.SOURCE_STATS.exists()
+    # as if written long ago (an edit in the same tick of the file system's clock as the
+    # recorded write could keep the modification time: what `_RECENT_NS` guards against)
+    for path in package.rglob("*.py"):
+        os.utime(path, ns=(10**18, 10**18))
+    monkeypatch.setattr(_compiled, "_RECENT_NS", -(10**18))
+    assert _compiled.record_source_stats(package) is True
+    assert _compiled.SOURCE_STATS.exists()
+
+    def unread(package: Path = _compiled.PACKAGE) -> str:
+        raise AssertionError("the source was read")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(_compiled, "source_digest", unread)
+        assert _compiled.compiled_modules(package) == modules
+    (package / "sub" / "b.py").write_text("y = 3\n")  # same size, new content
+    assert _compiled.compiled_modules(package) is None
+    (package / "sub" / "b.py").write_text("y = 2\n")  # back: the digest says it matches
+    assert _compiled.compiled_modules(package) == modules
+    assert _compiled.record_source_stats(package) is True
+    (package / "c.py").write_text("")
+    assert _compiled.compiled_modules(package) is None
+    (package / "c.py").unlink()
+    assert _compiled.compiled_modules(package) == modules
+    # a rebuilt manifest (here: of another source) is not the one recorded
+    assert _compiled.record_source_stats(package) is True
+    (build / "manifest.json").unlink()
+    (build / "src" / "module.so").unlink()
+    (build / "src").rmdir()
+    _manifest(build, "0" * 64)
+    assert _compiled.compiled_modules(package) is None
+    assert _compiled.record_source_stats(package) is False
+    assert not _compiled.SOURCE_STATS.exists()
+
+
+def test_the_compiled_build_is_the_default_while_current(tmp_path, build_in, monkeypatch, capsys):
+    build_in(tmp_path)
     monkeypatch.delenv(_compiled.SWITCH, raising=False)
+    _manifest(tmp_path, "0" * 64)  # stale: the source runs, silently
     assert _compiled.install() is False
+    assert capsys.readouterr().err == ""
+    assert _compiled.describe() == "interpreted source (the compiled build is stale: `make native`)"
+    (tmp_path / "manifest.json").write_text(
+        (tmp_path / "manifest.json").read_text().replace("0" * 64, _compiled.source_digest())
+    )
+    monkeypatch.setenv(_compiled.SWITCH, "0")  # forced off
+    assert _compiled.install() is False
+    assert _compiled.describe() == "interpreted source (KAFKASPEC_NATIVE=0)"
+    monkeypatch.delenv(_compiled.SWITCH)
+    assert _compiled.install() is True
+    assert _compiled.active()
+    assert _compiled.describe() == "compiled with mypyc"
+    assert _compiled.install() is False  # once
 
 
-def test_asking_for_a_stale_build_says_the_source_runs(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(_compiled, "BUILD", tmp_path)
-    monkeypatch.setattr(_compiled, "MANIFEST", tmp_path / "manifest.json")
+def test_asking_for_a_stale_build_says_the_source_runs(tmp_path, build_in, monkeypatch, capsys):
+    build_in(tmp_path)
     monkeypatch.setenv(_compiled.SWITCH, "1")
     _manifest(tmp_path, "0" * 64)  # built from another source
     assert _compiled.install() is False
     assert "no compiled spec matches the source" in capsys.readouterr().err
+
+
+_WHICH = """
+import json, sys
+import spec.checker
+from spec import _compiled
+print(json.dumps([spec.checker.__file__, _compiled.describe()]))
+"""
+
+
+def _which(environment: dict[str, str]) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", _WHICH],
+        capture_output=True,
+        text=True,
+        env=environment,
+        cwd=native.ROOT,
+        check=True,
+        timeout=60,
+    )
+    found: list[str] = json.loads(done.stdout)
+    return found
+
+
+def test_a_fresh_build_is_what_a_process_imports_unless_told_otherwise():
+    """The test session runs the source (`tests/conftest.py`); a process started without
+    `KAFKASPEC_NATIVE` imports the build when it is current, and with `KAFKASPEC_NATIVE=0` the
+    source."""
+    if _compiled.compiled_modules() is None:
+        pytest.skip("no compiled build of this source (`make native`)")
+    default = {name: value for name, value in os.environ.items() if name != _compiled.SWITCH}
+    compiled_file, said = _which(default)
+    assert compiled_file.startswith(str(_compiled.BUILD)) and compiled_file.endswith(EXTENSION_SUFFIXES[0])
+    assert said == "compiled with mypyc"
+    source_file, said = _which({**default, _compiled.SWITCH: "0"})
+    assert source_file == str(_compiled.PACKAGE / "checker.py")
+    assert said == "interpreted source (KAFKASPEC_NATIVE=0)"
 
 
 _SETTLE = """
@@ -227,9 +345,6 @@ _SCENARIOS = (
 
 
 def _settle(root: Path, what: str) -> dict[str, object]:
-    import os
-    import subprocess
-
     environment = {**os.environ, "PYTHONPATH": str(root), _compiled.SWITCH: "0"}
     done = subprocess.run(
         [sys.executable, "-c", _SETTLE, what, *_SCENARIOS],
