@@ -9,9 +9,10 @@ Reading. JSON Lines and Jepsen EDN are read with `spark.read.text`, Parquet with
 `spark.read.parquet`, so any path or URI Spark can read works (`file://`, `hdfs://`, `s3a://`
 with the connector on the cluster, a gzip-compressed file) and Spark splits the file. A task
 gets its splits' lines (each with `_metadata.file_block_start`, the split's first byte) and
-parses them with the local readers' own functions (`distributed.jsonl_ops`, `edn_ops`,
-`readers.parquet`'s row check), so what is accepted, and the HistoryError text for what is not,
-is the local reader's. Porcupine's logs, and EDN whose op maps span lines, are read whole by
+parses them with the local readers' own functions (`distributed.jsonl_ops`, `edn_ops`;
+Parquet a column at a time, `readers.parquet.batch_operations`, with its row check where a
+column is unusual), so what is accepted, and the HistoryError text for what is not, is the
+local reader's. Porcupine's logs, and EDN whose op maps span lines, are read whole by
 one task (`binaryFile`, then the local reader: `whole_file_frame`). The driver never opens the
 history: what it needs of it (the format when neither `--format` nor the extension gives it,
 the conventions, the sample the model is told from) comes from the first lines Spark reads
@@ -46,7 +47,7 @@ import json
 import pickle
 import re
 import traceback
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 
@@ -64,7 +65,7 @@ from spark_checks.readers._common import (
     SourceInfo,
     nests_deeper,
 )
-from spark_checks.readers.parquet import COLUMN_TYPES, EXPECTED, REQUIRED, _row_operation
+from spark_checks.readers.parquet import COLUMN_TYPES, EXPECTED, REQUIRED, _row_operation, batch_operations
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -156,25 +157,20 @@ def _guarded(rows: Callable[[], Iterable[T]], stage: str, bug: Callable[[str], T
             yield bug(json.dumps([type(error).__name__, str(error), stage, trace]))
 
 
-def _by_split(
-    batches: Iterator[pa.RecordBatch], columns: Sequence[str]
-) -> Iterator[tuple[int, Iterator[list[Any]]]]:
-    """A task's rows as (split, its chunks): each chunk a list of the values of `columns` (one
-    column: its values; several: tuples), in file order. A task may hold several splits (Spark
-    packs small ones), each whole and in order."""
+def _by_split(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, Iterator[pa.RecordBatch]]]:
+    """A task's batches as (split, its rows' batches, sliced where the split changes), in file
+    order. A task may hold several splits (Spark packs small ones), each whole and in order."""
 
-    def runs() -> Iterator[tuple[int, list[Any]]]:
+    def runs() -> Iterator[tuple[int, pa.RecordBatch]]:
         for batch in batches:
-            values = [batch.column(column).to_pylist() for column in columns]
-            items: list[Any] = values[0] if len(values) == 1 else list(zip(*values, strict=True))
             blocks = pc.run_end_encode(batch.column("block"))  # type: ignore[attr-defined]  # (not in the stubs)
             start = 0
             for block, end in zip(blocks.values.to_pylist(), blocks.run_ends.to_pylist(), strict=True):
-                yield block, items[start:end]
+                yield block, batch.slice(start, end - start)
                 start = end
 
     for block, group in itertools.groupby(runs(), key=lambda run: run[0]):
-        yield block, (chunk for _, chunk in group)
+        yield block, (piece for _, piece in group)
 
 
 def lines_frame(spark: SparkSession, uri: str, fmt: str) -> DataFrame:
@@ -234,29 +230,29 @@ def stage1_frame(
     task reads the file whole (`whole_file_frame`), as for `WHOLE_FORMATS`."""
     if whole or fmt in WHOLE_FORMATS:
         return whole_file_frame(spark, uri, fmt, plan, source)
-    if fmt == "parquet":
-        frame, present = _parquet_frame(spark, uri, source)
-        columns = [*present, "row"]
-    else:
-        frame, columns = lines_frame(spark, uri, fmt), ["raw"] if fmt == "jsonl" else ["raw", "holds"]
+    frame = _parquet_frame(spark, uri, source)[0] if fmt == "parquet" else lines_frame(spark, uri, fmt)
 
-    def ops(block: int, chunks: Iterator[list[Any]]) -> Iterator[tuple[int, distributed.Op]]:
-        if fmt == "parquet":
-            for row in itertools.chain.from_iterable(chunks):
-                operation = _row_operation(dict(zip(present, row, strict=False)), row[-1], source)
-                yield row[-1], distributed.operation_op(operation)
+    def ops(block: int, pieces: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, distributed.Op]]:
+        if fmt == "parquet":  # a column at a time: no Python row per operation
+            for piece in pieces:
+                yield from batch_operations(piece, cast("list[int]", piece.column("row").to_pylist()), source)
             return
         first_line, first_ordinal = (1, None) if starts is None else starts[block]
         if fmt == "jsonl":
-            yield from distributed.jsonl_ops(chunks, source, first_line, first_ordinal)
+            lines = (cast("list[bytes]", piece.column("raw").to_pylist()) for piece in pieces)
+            yield from distributed.jsonl_ops(lines, source, first_line, first_ordinal)
         else:
+            marked = (
+                zip(*(piece.column(name).to_pylist() for name in ("raw", "holds")), strict=True)
+                for piece in pieces
+            )
             yield from distributed.edn_ops(
-                itertools.chain.from_iterable(chunks), source, first_line, first_ordinal
+                itertools.chain.from_iterable(marked), source, first_line, first_ordinal
             )
 
     def rows(batches: Iterator[pa.RecordBatch]) -> Iterator[distributed.Row]:
-        for block, chunks in _by_split(batches, columns):
-            yield from distributed.split_rows(plan, ops(block, chunks), source, block)
+        for block, pieces in _by_split(batches):
+            yield from distributed.split_rows(plan, ops(block, pieces), source, block)
 
     return frame.mapInArrow(_task(rows, "stage 1 (reading, pairing, splitting)"), STAGE_SCHEMA)
 

@@ -25,6 +25,12 @@ memory is bounded by a batch. Errors name the row (0-based), or byte 0 for a fil
 readable Parquet or whose columns are wrong. The JSON texts are read as the JSON Lines reader
 reads a line (no NaN or infinities; at most `MAX_NESTING` levels of nesting).
 
+The Spark engine's tasks get Arrow batches of these columns and read them a column at a time
+(`batch_operations`: each distinct process, type, f and key text decoded once, the values by
+orjson), falling back to the row-by-row reading for a batch with anything unusual in it, so
+both read alike. On the 10^6-operation bench file that reading takes 2.4 CPU-s where the row
+by row took 8.2 (Parquet decoding included; 1,000 keys).
+
 No column-chunk metadata is read: pyarrow 26 aborts the whole process (a C++ exception
 thrown through `RowGroupMetaData.column`, "Definition level histogram size mismatch") on
 some corrupt files whose row groups `iter_batches` reports as unreadable with an OSError.
@@ -37,10 +43,12 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
 
+import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from spark_checks.history import HistoryError, JsonValue, Operation, Position
+from spark_checks.history import HistoryError, JsonValue, Operation, OpType, Position
 from spark_checks.readers._common import (
     CANONICAL_CONVENTIONS,
     MAX_NESTING,
@@ -55,6 +63,7 @@ from spark_checks.readers._common import (
     refuse_constant,
     shown,
 )
+from spark_checks.readers.jsonl import first_long_integer
 
 MAGIC: Final = b"PAR1"
 BATCH_ROWS: Final = 65_536
@@ -238,3 +247,137 @@ def _row_operation(obj: dict[str, Any], row: int, name: str) -> Operation:
         return make_operation(obj, row, name, None, EXPECTED)
     except HistoryError as error:
         raise HistoryError(Position(name, row=row), error.message) from None
+
+
+# --- Whole columns at a time (the Spark engine's tasks) ----------------------------------------
+
+OperationTuple = tuple[int, Any, str, str, JsonValue, JsonValue, "int | None"]
+"""An operation as (index, process, type, f, value, key, time), its type by the name that
+`OpType` holds (so `is` compares types): `distributed.Op`."""
+
+_TYPE_NAMES: Final = {t.value: t.value for t in OpType}
+
+
+def batch_operations(
+    batch: pa.RecordBatch, rows: list[int], name: str
+) -> Iterator[tuple[int, OperationTuple]]:
+    """The operations of a batch of a Parquet history's rows (its columns named as in the file,
+    checked by `_check_columns`' rules), each with its row (`rows`), read a column at a time:
+    the distinct texts of `process`, `type`, `f` and `key` decoded once each, the `value` texts
+    by orjson. What the columns cannot show to be usual (a null, a negative index, a type not
+    in Jepsen's four, JSON orjson refuses or might read otherwise: an integer beyond 64 bits)
+    sends the whole batch through `_row_operation`, the local reader's row by row, so both
+    accept the same rows with the same values and name the same first bad row. Spark hands
+    `mapInArrow` tasks Arrow batches (pyspark's `DataFrame.mapInArrow`), so no Python row is
+    built per operation."""
+    columns = _usual_columns(batch)
+    if columns is not None:
+        return zip(rows, zip(*columns, strict=True), strict=True)
+    return _rows_one_by_one(batch, rows, name)
+
+
+def _rows_one_by_one(
+    batch: pa.RecordBatch, rows: list[int], name: str
+) -> Iterator[tuple[int, OperationTuple]]:
+    names = [column for column in (*REQUIRED, *OPTIONAL) if column in batch.schema.names]
+    values = [batch.column(column).to_pylist() for column in names]
+    for row, fields in zip(rows, zip(*values, strict=True), strict=True):
+        operation = _row_operation(dict(zip(names, fields, strict=True)), row, name)
+        yield (
+            row,
+            (
+                operation.index,
+                operation.process,
+                operation.type.value,
+                operation.f,
+                operation.value,
+                operation.key,
+                operation.time,
+            ),
+        )
+
+
+def _usual_columns(batch: pa.RecordBatch) -> list[Any] | None:
+    """The seven fields' columns in `OperationTuple`'s order, as Python sequences, or None
+    when a row may be unusual (the caller then reads it row by row)."""
+    size, names = batch.num_rows, batch.schema.names
+    index = batch.column("index")
+    if not pa.types.is_integer(index.type) or index.null_count or (size and pc.min(index).as_py() < 0):
+        return None
+    process_column = batch.column("process")
+    if pa.types.is_integer(process_column.type):
+        process: list[Any] | None = None if process_column.null_count else process_column.to_pylist()
+    else:
+        process = _distinct_decoded(process_column, _process, nullable=False)
+    types = _distinct_decoded(batch.column("type"), _TYPE_NAMES.__getitem__, nullable=False)
+    functions = _distinct_decoded(batch.column("f"), str, nullable=False)
+    absent = [None] * size
+    key = _distinct_decoded(batch.column("key"), _json_value, nullable=True) if "key" in names else absent
+    value = _values(batch.column("value")) if "value" in names else absent
+    time: Any = absent
+    if "time" in names and not pa.types.is_null(batch.column("time").type):
+        time = batch.column("time").to_pylist() if pa.types.is_integer(batch.column("time").type) else None
+    if any(column is None for column in (process, types, functions, key, value, time)):
+        return None
+    return [index.to_pylist(), process, types, functions, value, key, time]
+
+
+def _json_value(text: str) -> JsonValue:
+    """A column's JSON text as `_row_operation` decodes it (ValueError for what it refuses)."""
+    if nests_deeper(text, MAX_NESTING):
+        raise ValueError(NESTING_MESSAGE)
+    return _decode(text)
+
+
+def _process(text: str) -> int | str:
+    """A `process` text decoded, if an integer or a name (ValueError for anything else)."""
+    process = _json_value(text)
+    if type(process) is not int and type(process) is not str:
+        raise ValueError(process)
+    return process
+
+
+def _distinct_decoded(column: Any, decode: Any, nullable: bool) -> list[Any] | None:
+    """A text column's values, each distinct text decoded once (`decode`); None when a text
+    does not decode, or a null is found where `nullable` is False."""
+    if pa.types.is_null(column.type):
+        return [None] * len(column) if nullable else None
+    if not _is_plain_text(column.type) or (column.null_count and not nullable):
+        return None
+    encoded: Any = column if pa.types.is_dictionary(column.type) else pc.dictionary_encode(column)
+    try:
+        decoded = [decode(text) for text in encoded.dictionary.to_pylist()]
+    except (ValueError, KeyError):
+        return None
+    decoded.append(None)  # what a null's index (filled in below) points at
+    indices = pc.fill_null(encoded.indices, len(decoded) - 1).to_pylist()
+    return list(map(decoded.__getitem__, indices))
+
+
+def _is_plain_text(kind: pa.DataType) -> bool:
+    """A string column pyarrow's compute functions take (string views left to the rows)."""
+    if pa.types.is_dictionary(kind):
+        return _is_plain_text(kind.value_type)
+    return pa.types.is_string(kind) or pa.types.is_large_string(kind)
+
+
+def _values(column: Any) -> list[Any] | None:
+    """The `value` texts decoded by orjson (nulls as None), or None when one may decode
+    otherwise than by `_decode`: orjson refuses what `_decode` refuses or reads alike (NaN,
+    infinities, overflowing floats and lone surrogates it refuses), but for integers beyond
+    64 bits (`first_long_integer`), and it reads deeper nesting than `MAX_NESTING` (which
+    balanced text shorter than twice that cannot hold)."""
+    if pa.types.is_null(column.type):
+        return [None] * len(column)
+    if not _is_plain_text(column.type) or pa.types.is_dictionary(column.type):
+        return None
+    texts = pc.fill_null(column, "null").cast(pa.binary()).to_pylist()
+    if first_long_integer(b"\n".join(texts)) >= 0:
+        return None
+    long_texts = pc.indices_nonzero(pc.greater(pc.binary_length(column), pa.scalar(2 * MAX_NESTING)))
+    if any(nests_deeper(texts[at], MAX_NESTING) for at in long_texts.to_pylist()):
+        return None
+    try:
+        return list(map(orjson.loads, texts))
+    except orjson.JSONDecodeError:
+        return None
