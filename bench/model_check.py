@@ -308,11 +308,7 @@ def main() -> None:
         f"{TARGET_BEST:,.0f} states/s, 2x TLC's low {TARGET_LOW:,.0f}"
         + (f"; baseline: spec/ at {arguments.baseline}" if baseline else "")
     )
-    print(
-        "spec: compiled (make native, KAFKASPEC_NATIVE=1)"
-        if _compiled.CompiledFinder in {type(finder) for finder in sys.meta_path}
-        else "spec: interpreted source (KAFKASPEC_NATIVE=1 after `make native` runs it compiled)"
-    )
+    print(f"spec: {_compiled.describe()}")  # compiled by default where built; KAFKASPEC_NATIVE=0: the source
     floor = 0.0
     if arguments.floor:
         floor, floor_result = floor_seconds_per_transition(max(3, arguments.repeat))

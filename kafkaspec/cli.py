@@ -1202,10 +1202,12 @@ def _print_summary(console: Console, outcomes: list[ScenarioOutcome[Any]]) -> No
             mark,
         )
     console.print(table)
+    from spec import _compiled  # imported with the scenarios: which spec ran, compiled or the source
+
     total = sum(outcome.result.seconds for outcome in outcomes)
     matched = sum(outcome.as_expected for outcome in outcomes)
     console.print(
-        f"{matched}/{len(outcomes)} scenarios as expected in {total:.1f} s. "
+        f"{matched}/{len(outcomes)} scenarios as expected in {total:.1f} s (spec: {_compiled.describe()}). "
         "Run `kafkaspec check NAME` to see a counterexample step by step, "
         "`kafkaspec check NAME --witness W` a witness.",
         highlight=False,

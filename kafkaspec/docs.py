@@ -21,6 +21,11 @@ from the spec:
 Sphinx (the Python ecosystem's documentation generator) builds the HTML with its standard
 extensions only: `sphinx.ext.graphviz` draws the diagrams as SVG (with Graphviz's `dot`),
 the search is Sphinx's own, offline, and no page loads anything from the network.
+
+The pages read the spec's source (`inspect.getsource`) and its functions' annotations, which
+the compiled spec (`spec._compiled`, the default where it is built) has not: a process running
+it checks the scenarios itself and hands their findings to a process started with
+`KAFKASPEC_NATIVE=0`, which renders the pages from the interpreted source and builds the site.
 """
 
 from __future__ import annotations
@@ -33,8 +38,12 @@ import importlib
 import inspect
 import io
 import multiprocessing
+import os
+import pickle
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
 import textwrap
 import time
@@ -49,6 +58,7 @@ from typing import Any
 from kafkaspec.outcomes import Findings, FindingsCache, scenario_witness_traces
 from kafkaspec.render import action_name, describe_action
 from kafkaspec.witnesses import WitnessTrace, witness_trace
+from spec import _compiled
 from spec.checker import CheckResult, Model, TraceStep, check, default_workers
 from spec.machines import Machine, Scenario, ScenarioOutcome, run_scenario
 from spec.scenarios import MACHINES, SCENARIOS
@@ -1159,6 +1169,8 @@ def build_docs(
         raise DocsError(f"the documentation sources are missing ({DOCS_SOURCE}/conf.py)")
     has_dot = shutil.which("dot") is not None
     workers = default_workers() if workers is None else workers
+    if _compiled.active():
+        return _build_from_source(out, workers, say, FindingsCache() if cache is None else cache, started)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -1189,6 +1201,59 @@ def build_docs(
     return BuildResult(out, pages, lines, time.perf_counter() - started)
 
 
+_SOURCE_BUILD = "from kafkaspec.docs import build_requested; build_requested()"
+
+
+def _build_from_source(
+    out: Path, workers: int, say: Callable[[str], None], cache: FindingsCache, started: float
+) -> BuildResult:
+    """`build_docs` in a process that runs the compiled spec: the scenarios' findings are
+    computed here (compiled, `workers` processes; `cache` gains them), then a process started
+    with `KAFKASPEC_NATIVE=0` renders the pages from the interpreted source with them and
+    builds the site (`build_requested`). The findings cross by pickle: each state names its
+    class, which that process takes from the source."""
+    say(f"checking {len(SCENARIOS)} scenarios for their pages")
+    found = [
+        (findings.outcome.scenario.name, findings.outcome.result, findings.witnesses)
+        for findings in scenario_findings(SCENARIOS, cache, workers)
+    ]
+    say("rendering the pages from the interpreted spec")
+    with tempfile.TemporaryDirectory(prefix="kafkaspec-docs-") as scratch:
+        request, answer = Path(scratch) / "request.pickle", Path(scratch) / "answer.pickle"
+        request.write_bytes(pickle.dumps((out, workers, cache.digest, found)))
+        subprocess.run(
+            [sys.executable, "-c", _SOURCE_BUILD, str(request), str(answer)],
+            env={**os.environ, _compiled.SWITCH: "0"},
+            check=False,
+        )
+        if not answer.exists():  # it failed, and said why on stderr
+            raise RuntimeError("the documentation build from the interpreted spec failed")
+        built: BuildResult | str = pickle.loads(answer.read_bytes())
+    if isinstance(built, str):
+        raise DocsError(built)
+    return dataclasses.replace(built, seconds=time.perf_counter() - started)
+
+
+def build_requested() -> None:
+    """The other side of `_build_from_source` (`sys.argv[1:3]`: the request's file and the
+    answer's): build the site from the source with the findings it was handed; answer the
+    `BuildResult`, or the `DocsError`'s message."""
+    request, answer = Path(sys.argv[1]), Path(sys.argv[2])
+    out, workers, digest, found = pickle.loads(request.read_bytes())
+    cache = FindingsCache()  # refuses them if the source changed since they were found (`digest`)
+    scenarios = {scenario.name: scenario for scenario in SCENARIOS}
+    for name, result, witnesses in found:
+        scenario = scenarios[name]
+        outcome = ScenarioOutcome(scenario, scenario.config, scenario.max_depth, result)
+        cache.put(Findings(outcome, witnesses, digest))
+    built: BuildResult | str
+    try:
+        built = build_docs(out, workers, cache=cache)
+    except DocsError as error:
+        built = str(error)
+    answer.write_bytes(pickle.dumps(built))
+
+
 __all__ = [
     "DOCS_SOURCE",
     "STAMP",
@@ -1198,6 +1263,7 @@ __all__ = [
     "MachineDoc",
     "WitnessTrace",
     "build_docs",
+    "build_requested",
     "check_output_dir",
     "diagram_dot",
     "diagram_graph",

@@ -10,16 +10,20 @@ import dataclasses
 import importlib
 import json
 import os
+import pickle
 import subprocess
 import sys
 from collections.abc import Callable
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import spec.scenarios
 from kafkaspec import native
 from spec import _compiled
+from tests.helpers import run_cli
 
 SAMPLE = '''
 from __future__ import annotations
@@ -197,7 +201,10 @@ def test_the_digest_changes_with_any_module(tmp_path):
     (tmp_path / "a.py").write_text("x = 1\n")
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "b.py").write_text("y = 2\n")
+    (tmp_path / "_compiled.py").write_text("# the loader\n")
     before = _compiled.source_digest(tmp_path)
+    (tmp_path / "_compiled.py").write_text("# the loader, edited: never compiled, so not stale\n")
+    assert _compiled.source_digest(tmp_path) == before
     (tmp_path / "sub" / "b.py").write_text("y = 3\n")
     assert _compiled.source_digest(tmp_path) != before
 
@@ -375,3 +382,64 @@ def test_the_copy_mypyc_compiles_settles_scenarios_as_the_source_does(tmp_path: 
         path = tmp_path / module
         path.write_text(assigned.sub(r"\1object.__setattr__(self, '\2', \3)", path.read_text()))
     assert _settle(tmp_path, "copy") == _settle(native.ROOT, "source")
+
+
+_FINDINGS = """
+import pickle, sys
+from kafkaspec.docs import scenario_findings
+from kafkaspec.outcomes import FindingsCache
+from spec import _compiled
+from spec.scenarios import SCENARIOS_BY_NAME
+
+assert _compiled.active() == (sys.argv[1] == "compiled"), _compiled.describe()
+found = scenario_findings([SCENARIOS_BY_NAME[name] for name in sys.argv[2:]], FindingsCache())
+sys.stdout.buffer.write(pickle.dumps([(item.outcome.result, item.witnesses) for item in found]))
+"""
+
+
+def _findings(what: str, environment: dict[str, str], names: list[str]) -> list[tuple[Any, Any]]:
+    done = subprocess.run(
+        [sys.executable, "-c", _FINDINGS, what, *names],
+        capture_output=True,
+        env=environment,
+        cwd=native.ROOT,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    found: list[tuple[Any, Any]] = pickle.loads(done.stdout)
+    return found
+
+
+def test_findings_of_the_compiled_spec_are_the_sources_once_unpickled():
+    """`kafkaspec docs` run with the compiled spec computes the findings compiled and renders
+    the pages in a process that runs the source, handing them over by pickle
+    (`kafkaspec.docs._build_from_source`): unpickled there, the counterexamples and witness
+    traces are those the source finds itself."""
+    if _compiled.compiled_modules() is None:
+        pytest.skip("no compiled build of this source (`make native`)")
+    names = [*_SCENARIOS, "classic-zombie-commit-fenced", "classic-static-replaced"]
+    default = {name: value for name, value in os.environ.items() if name != _compiled.SWITCH}
+    compiled = _findings("compiled", default, names)
+    source = _findings("source", {**default, _compiled.SWITCH: "0"}, names)
+    assert any(witnesses for _, witnesses in source)
+    for name, (compiled_result, compiled_witnesses), (result, witnesses) in zip(
+        names, compiled, source, strict=True
+    ):
+        assert type(compiled_result.violation) is type(result.violation), name
+        assert compiled_result.violation == result.violation, name
+        assert (compiled_result.distinct_states, compiled_result.transitions) == (
+            result.distinct_states,
+            result.transitions,
+        ), name
+        assert compiled_witnesses == witnesses, name
+
+
+def test_check_all_says_which_spec_ran(capsys, monkeypatch):
+    monkeypatch.setattr(
+        spec.scenarios, "SCENARIOS", (spec.scenarios.SCENARIOS_BY_NAME["classic-member-joins"],)
+    )
+    code, stdout, _ = run_cli(capsys, "check", "--all", "--workers", "1")
+    assert code == 0
+    assert "1/1 scenarios as expected in" in stdout
+    assert "(spec: interpreted source (KAFKASPEC_NATIVE=0))" in " ".join(stdout.split())
