@@ -443,3 +443,24 @@ def test_check_all_says_which_spec_ran(capsys, monkeypatch):
     assert code == 0
     assert "1/1 scenarios as expected in" in stdout
     assert "(spec: interpreted source (KAFKASPEC_NATIVE=0))" in " ".join(stdout.split())
+
+
+def test_docs_with_the_compiled_spec_builds_in_a_process_that_runs_the_source(tmp_path, monkeypatch):
+    """With the compiled spec loaded, `build_docs` checks the scenarios here and hands their
+    findings to a process started with `KAFKASPEC_NATIVE=0`, whose refusal comes back as this
+    process's `DocsError` (the whole site from the compiled spec: `make run`, by hand)."""
+    pytest.importorskip("sphinx")
+    from kafkaspec import docs
+    from kafkaspec.outcomes import FindingsCache
+
+    monkeypatch.setattr(_compiled, "active", lambda: True)
+    scenario = spec.scenarios.SCENARIOS_BY_NAME["classic-member-joins"]
+    monkeypatch.setattr(docs, "SCENARIOS", (scenario,))
+    (tmp_path / "a-file").write_text("")
+    said: list[str] = []
+    cache = FindingsCache()
+    with pytest.raises(docs.DocsError, match="cannot create"):
+        docs.build_docs(tmp_path / "a-file" / "site", workers=1, say=said.append, cache=cache)
+    assert said == ["checking 1 scenarios for their pages", "rendering the pages from the interpreted spec"]
+    findings = cache.get(scenario)
+    assert findings is not None and findings.complete  # checked here, then handed over
