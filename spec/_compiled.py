@@ -41,20 +41,21 @@ SOURCE_STATS = BUILD / "source-stats.tsv"
 SWITCH = "KAFKASPEC_NATIVE"
 _RECENT_NS = 3_000_000_000
 """No record is written while a source file is this fresh: an edit in the same tick of a coarse
-file-system clock could leave its stats unchanged (git's "racy" files); the digest decides."""
+file-system clock could leave its stats unchanged (git's "racy" files)."""
 LOADER = Path(__file__).name
 """This module: interpreted always (`kafkaspec.native` does not compile it), and left out of the
 digest, so that an edit to it does not make the build stale."""
 
 
 def source_digest(package: Path = PACKAGE) -> str:
-    """SHA-256 of every module of the package but the loader (path and content, in path order)."""
+    """SHA-256 of every module of the package but the loader (path and content, in path order;
+    bytecode caches are not modules)."""
     import hashlib  # here, not at the top: `import spec` should not pay for it unless asked
 
     digest = hashlib.sha256()
     for path in sorted(package.rglob("*.py")):
         name = path.relative_to(package).as_posix()
-        if name != LOADER:
+        if name != LOADER and "__pycache__" not in path.parts:
             digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
@@ -67,7 +68,7 @@ def _stat_key(status: os.stat_result) -> str:
 class CompiledFinder:
     """Finds the compiled extension module of each name the build's manifest lists."""
 
-    def __init__(self, modules: dict[str, Path]) -> None:
+    def __init__(self, modules: dict[str, str]) -> None:
         self.modules = modules
 
     def find_spec(
@@ -79,44 +80,44 @@ class CompiledFinder:
         return None if location is None else importlib.util.spec_from_file_location(fullname, location)
 
 
-def _present(modules: dict[str, Path]) -> dict[str, Path] | None:
-    return modules if all(os.path.exists(path) for path in modules.values()) else None
+def _sources(package: Path) -> list[tuple[str, os.stat_result]]:
+    """Each module of the package that `source_digest` reads, with what `os.stat` says of it, as
+    `os.walk` finds them (plain strings: `Path.rglob` would cost `import spec` ten times more)."""
+    loader = os.path.join(package, LOADER)
+    found: list[tuple[str, os.stat_result]] = []
+    for folder, subfolders, names in os.walk(package):
+        if "__pycache__" in subfolders:
+            subfolders.remove("__pycache__")
+        paths = (os.path.join(folder, name) for name in names if name.endswith(".py"))
+        found.extend((path, os.stat(path)) for path in paths if path != loader)
+    return found
 
 
-def _source_stats(package: Path) -> dict[str, str]:
-    """The `_stat_key` of each module of the package (the files `source_digest` reads), by its
-    path from the package. `os.walk`, not `Path.rglob`: ten times cheaper here."""
-    stats: dict[str, str] = {}
-    prefix = len(str(package)) + 1
-    for folder, _, names in os.walk(package):
-        for name in names:
-            if name.endswith(".py"):
-                path = os.path.join(folder, name)
-                stats[path[prefix:].replace(os.sep, "/")] = _stat_key(os.stat(path))
-    stats.pop(LOADER, None)
-    return stats
+def _stats_line(paths: list[tuple[str, os.stat_result]]) -> str:
+    return "\t".join(f"{path} {_stat_key(status)}" for path, status in paths)
 
 
-def _recorded_modules(package: Path) -> dict[str, Path] | None:
-    """The build's modules when `SOURCE_STATS` records the manifest and every source file as
-    `os.stat` sees them now; None when anything differs (the digest then decides)."""
+def _folders(modules: dict[str, str]) -> list[tuple[str, os.stat_result]]:
+    """The folders of the compiled modules: removing or renaming a module changes their stats."""
+    return [
+        (folder, os.stat(folder)) for folder in sorted({os.path.dirname(path) for path in modules.values()})
+    ]
+
+
+def _recorded_modules(package: Path) -> dict[str, str] | None:
+    """The build's modules when `SOURCE_STATS` records the manifest, every source file and the
+    modules' folders as `os.stat` sees them now; None when anything differs (the digest then
+    decides)."""
     try:
-        header, *rows = SOURCE_STATS.read_text().splitlines()
+        header, sources, folders, *rows = SOURCE_STATS.read_text().split("\n")
         if header != f"{sys.implementation.cache_tag}\t{_stat_key(MANIFEST.stat())}":
             return None
-        sources: dict[str, str] = {}
-        modules: dict[str, Path] = {}
-        for row in rows:
-            kind, name, value = row.split("\t")
-            if kind == "source":
-                sources[name] = value
-            else:
-                modules[name] = BUILD / value
-        if sources != _source_stats(package):
+        if sources != _stats_line(_sources(package)):
             return None
+        modules: dict[str, str] = dict(row.split("\t") for row in rows)
+        return modules if folders == _stats_line(_folders(modules)) else None
     except (OSError, ValueError):
         return None
-    return _present(modules)
 
 
 def _manifest() -> dict[str, object] | None:
@@ -133,52 +134,53 @@ def _manifest() -> dict[str, object] | None:
     return manifest if isinstance(manifest, dict) else None
 
 
-def compiled_modules(package: Path = PACKAGE) -> dict[str, Path] | None:
-    """The compiled module of each name, when a build exists for this interpreter and matches
-    the source; None otherwise."""
-    recorded = _recorded_modules(package)
-    if recorded is not None:
-        return recorded
+def _digested_modules(package: Path) -> dict[str, str] | None:
+    """The build's modules when its manifest's digest is the source's (and they exist)."""
     manifest = _manifest()
     if manifest is None or manifest.get("cache_tag") != sys.implementation.cache_tag:
         return None
-    if manifest.get("digest") != source_digest(package):
-        return None
     listed = manifest.get("modules")
-    return (
-        _present({str(name): BUILD / str(where) for name, where in listed.items()})
-        if isinstance(listed, dict)
-        else None
-    )
+    if manifest.get("digest") != source_digest(package) or not isinstance(listed, dict):
+        return None
+    modules = {str(name): os.path.join(BUILD, str(where)) for name, where in listed.items()}
+    return modules if all(os.path.exists(path) for path in modules.values()) else None
+
+
+def compiled_modules(package: Path = PACKAGE) -> dict[str, str] | None:
+    """The compiled module of each name, when a build exists for this interpreter and matches
+    the source; None otherwise."""
+    return _recorded_modules(package) or _digested_modules(package)
 
 
 def record_source_stats(package: Path = PACKAGE) -> bool:
-    """Record each source file's stats in `SOURCE_STATS` when the build matches the source (True
-    then), so that later imports check the build with `os.stat` alone; remove the record
-    otherwise. The stats are taken before the digest reads the files: a file written since has
-    other stats, and the digest decides for it."""
+    """Record in `SOURCE_STATS` what `os.stat` says of each source file, of the manifest and of
+    the compiled modules' folders when the build matches the source (True then), so that later
+    imports check the build with `os.stat` alone; remove the record otherwise. The stats are
+    taken before the digest reads the files: a file written since has other stats, and the
+    digest decides for it. A file changed within `_RECENT_NS` is waited for (a few seconds)."""
     import time
 
     SOURCE_STATS.unlink(missing_ok=True)
-    try:
-        manifest_key = _stat_key(MANIFEST.stat())
-        stats = {name: (package / name).stat() for name in sorted(_source_stats(package))}
-    except OSError:
+    for attempt in range(2):
+        try:
+            manifest_key = _stat_key(MANIFEST.stat())
+            sources = _sources(package)
+        except OSError:
+            return False
+        freshest = max((max(status.st_mtime_ns, status.st_ctime_ns) for _, status in sources), default=0)
+        wait = freshest + _RECENT_NS - time.time_ns()
+        if wait <= 0:
+            break
+        if attempt:
+            return _digested_modules(package) is not None  # still changing: the digest decides
+        time.sleep(min(wait, _RECENT_NS) / 1e9)
+    modules = _digested_modules(package)
+    if modules is None:
         return False
-    manifest = _manifest()
-    if manifest is None or manifest.get("cache_tag") != sys.implementation.cache_tag:
-        return False
-    listed = manifest.get("modules")
-    if manifest.get("digest") != source_digest(package) or not isinstance(listed, dict):
-        return False
-    recent = time.time_ns() - _RECENT_NS
-    if any(max(status.st_mtime_ns, status.st_ctime_ns) > recent for status in stats.values()):
-        return True  # matches, but some file is too fresh to trust its stats: the digest decides
-    rows = [f"{sys.implementation.cache_tag}\t{manifest_key}"]
-    rows += [f"source\t{name}\t{_stat_key(status)}" for name, status in stats.items()]
-    rows += [f"module\t{name}\t{where}" for name, where in listed.items()]
+    rows = [f"{sys.implementation.cache_tag}\t{manifest_key}", _stats_line(sources)]
+    rows += [_stats_line(_folders(modules)), *(f"{name}\t{path}" for name, path in modules.items())]
     scratch = SOURCE_STATS.with_suffix(".tmp")
-    scratch.write_text("\n".join(rows) + "\n")
+    scratch.write_text("\n".join(rows))
     scratch.replace(SOURCE_STATS)
     return True
 

@@ -13,6 +13,7 @@ import os
 import pickle
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
@@ -189,7 +190,7 @@ def test_a_build_is_used_only_while_it_matches_the_source(tmp_path, build_in):
     build_in(tmp_path)
     assert _compiled.compiled_modules() is None  # no build
     _manifest(tmp_path, _compiled.source_digest())
-    assert _compiled.compiled_modules() == {"spec.x": tmp_path / "src" / "module.so"}
+    assert _compiled.compiled_modules() == {"spec.x": str(tmp_path / "src" / "module.so")}
     (tmp_path / "manifest.json").unlink()
     (tmp_path / "src" / "module.so").unlink()
     (tmp_path / "src").rmdir()
@@ -220,9 +221,15 @@ def test_the_recorded_stats_stand_for_the_digest_until_a_file_changes(tmp_path, 
     build.mkdir()
     build_in(build)
     _manifest(build, _compiled.source_digest(package))
-    modules = {"spec.x": build / "src" / "module.so"}
-    # files written this instant are left out of the record (their stats may not change yet)
-    assert _compiled.record_source_stats(package) is True
+    modules = {"spec.x": str(build / "src" / "module.so")}
+    # files written this instant are waited for (an edit in the same tick of the file system's
+    # clock could keep their stats); still fresh after the wait, no record
+    waited: list[float] = []
+    with monkeypatch.context() as patched:
+        patched.setattr(time, "sleep", waited.append)
+        patched.setattr(_compiled, "_RECENT_NS", 10**10)
+        assert _compiled.record_source_stats(package) is True
+    assert len(waited) == 1 and 9 < waited[0] <= 10
     assert not _compiled.SOURCE_STATS.exists()
     # as if written long ago (an edit in the same tick of the file system's clock as the
     # recorded write could keep the modification time: what `_RECENT_NS` guards against)
@@ -247,6 +254,10 @@ def test_the_recorded_stats_stand_for_the_digest_until_a_file_changes(tmp_path, 
     assert _compiled.compiled_modules(package) is None
     (package / "c.py").unlink()
     assert _compiled.compiled_modules(package) == modules
+    assert _compiled.record_source_stats(package) is True
+    (build / "src" / "module.so").rename(build / "src" / "moved.so")  # a compiled module gone
+    assert _compiled.compiled_modules(package) is None
+    (build / "src" / "moved.so").rename(build / "src" / "module.so")
     # a rebuilt manifest (here: of another source) is not the one recorded
     assert _compiled.record_source_stats(package) is True
     (build / "manifest.json").unlink()
