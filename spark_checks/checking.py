@@ -25,8 +25,8 @@ import json
 import math
 import operator
 import time
-from collections.abc import Hashable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Hashable, Iterable, Iterator, Sequence, Sized
+from dataclasses import dataclass, field, replace
 from typing import cast, overload
 
 import orjson
@@ -84,10 +84,31 @@ class Plan:
     conventions: dict[str, JsonValue] = field(default_factory=dict)
     budget: Budget = field(default_factory=Budget)
     kafka: KafkaContext | None = None
+    whole_calls: bool = False
+    """Kafka: stage 1 ships every data call whole to the whole-history part, not only its
+    `kafka_checker.CallFacts` (see `ships_whole_calls`)."""
 
     def with_kafka_context(self, context: KafkaContext) -> Plan:
         """This plan with the whole-history Kafka facts filled in."""
-        return Plan(self.model, self.conventions, self.budget, context)
+        return replace(self, kafka=context)
+
+    def ships_whole_calls(self) -> bool:
+        """Whether stage 1 ships the whole-history part (`CYCLES_PART`) every data call whole,
+        for Elle's search over them all: asked (`whole_calls`: a transaction among the
+        history's first operations, or the engine's second round, below), under `--ww-deps`
+        (ww edges need every key's version order at once) or for Maelstrom (its stats count
+        every call). Else it ships each data call's `kafka_checker.CallFacts` alone, all the
+        per-key route needs (`whole_by_keys`): a fifth of the bytes, nothing to decode but
+        small lists, `_max_offsets` found in parallel where the calls are read. When the keys
+        then find the part must be checked in full (a transaction, a backward read), the
+        engine reads the history again with `whole_calls` for that part alone: the calls are
+        not put together from the keys' pieces, which lack the calls that touch no key, the
+        order of micro-operations across keys and the times, so they are read as they are."""
+        return (
+            self.whole_calls
+            or bool(self.conventions.get("ww_deps", False))
+            or maelstrom_kafka.is_maelstrom(self.conventions)
+        )
 
 
 _INVOKE_INDEX = operator.attrgetter("invoke_index")
@@ -291,7 +312,7 @@ def check_part(plan: Plan, key_json: str, calls: Sequence[Call], parts_left: int
     return _with_seconds(result, time.perf_counter() - started)
 
 
-def _not_checked(plan: Plan, key_json: str, calls: Sequence[Call]) -> CheckResult | None:
+def _not_checked(plan: Plan, key_json: str, calls: Sized) -> CheckResult | None:
     """The `unknown` result of a part reached after the deadline (None before it)."""
     if time.time() < plan.budget.deadline:
         return None
@@ -347,13 +368,9 @@ def check_key_deciding_commits(
 
 def _by_keys(plan: Plan, context: KafkaContext) -> bool:
     """Whether the whole-history part is found from the keys' facts: on the first round of the
-    distributed stages, without `--ww-deps` (ww edges need the version orders of every key
-    at once) and outside Maelstrom (its stats count every call)."""
-    return (
-        context.whole_by_keys
-        and not plan.conventions.get("ww_deps", False)
-        and not maelstrom_kafka.is_maelstrom(plan.conventions)
-    )
+    distributed stages, when stage 1 ships its calls' facts alone (`Plan.ships_whole_calls`;
+    under `--ww-deps`, for Maelstrom or with a transaction seen it is checked in full)."""
+    return context.whole_by_keys and not plan.ships_whole_calls()
 
 
 def whole_by_keys(plan: Plan, results: list[CheckResult]) -> tuple[list[CheckResult], bool]:
@@ -406,6 +423,28 @@ def whole_by_keys(plan: Plan, results: list[CheckResult]) -> tuple[list[CheckRes
     return [whole if result is lean else result for result in results], False
 
 
+def check_whole_facts(plan: Plan, calls: Sequence[Call | kafka_checker.CallFacts]) -> CheckResult:
+    """The whole-history part on the per-key route (`_by_keys`, required) from its data calls'
+    `CallFacts`, as stage 1 ships them (or from the calls): its `HistoryFacts` in the
+    evidence (`WHOLE_FACTS`); the rest comes from the keys' facts (`whole_by_keys`), and the
+    verdict waits for them."""
+    started = time.perf_counter()
+    late = _not_checked(plan, CYCLES_PART, calls)
+    if late is not None:
+        return late
+    context = plan.kafka or KafkaContext()
+    assert _by_keys(plan, context), "the whole-history part's facts serve the per-key route only"
+    options = kafka_options(plan, context)
+    history = kafka_checker.history_facts([*calls, *context.subscriptions])
+    facts = [list(options.sub_via or ()), options.inferred(), *cast("list[JsonValue]", history.to_json())]
+    conventions = kafka_checker.unchecked_conventions(options.sub_via)
+    evidence: dict[str, JsonValue] = {WHOLE_FACTS: facts}
+    seconds = time.perf_counter() - started
+    return CheckResult(
+        "kafka", "kafka", CYCLES_PART, Verdict.VALID, history.operations, evidence, conventions, seconds
+    )
+
+
 def _check_cycles(plan: Plan, calls: Sequence[Call]) -> CheckResult:
     """What needs the whole Kafka history (`kafka_checker.check_kafka_whole`): the other
     anomaly types are reported by the per-key parts. The part holds every data call, so it
@@ -413,14 +452,7 @@ def _check_cycles(plan: Plan, calls: Sequence[Call]) -> CheckResult:
     context = plan.kafka or KafkaContext()
     options = kafka_options(plan, context)
     if _by_keys(plan, context):
-        # The rest comes from the keys' facts (`whole_by_keys`); the verdict waits for them.
-        history = kafka_checker.history_facts([*calls, *context.subscriptions])
-        facts = [list(options.sub_via or ()), options.inferred(), *cast("list[JsonValue]", history.to_json())]
-        conventions = kafka_checker.unchecked_conventions(options.sub_via)
-        evidence: dict[str, JsonValue] = {WHOLE_FACTS: facts}
-        return CheckResult(
-            "kafka", "kafka", CYCLES_PART, Verdict.VALID, history.operations, evidence, conventions
-        )
+        return check_whole_facts(plan, calls)
     whole = kafka_checker.check_kafka_whole(
         [*calls, *context.subscriptions],
         sub_via=options.sub_via,

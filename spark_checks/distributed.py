@@ -13,7 +13,9 @@ each process in it (a completion that may end an earlier split's call, or an inv
 that must not start while one is open). The calls are split into per-part pieces
 (`checking.split_calls`) and leave as `CALLS` rows, one per part and window of calls; a
 Kafka history's assign/subscribe calls, which every key's check needs, as the CALLS rows of
-`SUBSCRIPTIONS_PART`. A `FACTS` row gives the split's counts.
+`SUBSCRIPTIONS_PART`, and its data calls' `kafka_checker.CallFacts` (no values) as those of
+the whole-history part (`CYCLES_PART`; the calls whole when `Plan.ships_whole_calls`). A
+`FACTS` row gives the split's counts.
 
 Border pairing (`border_rows`): the border rows of one process, in file order (Spark
 repartitions them by process and sorts by position: a small shuffle, a few rows per process
@@ -59,6 +61,7 @@ from spark_checks.checking import (
     Plan,
     check_key_deciding_commits,
     check_part,
+    check_whole_facts,
     kafka_context,
     partition_key_json,
     split_calls,
@@ -76,6 +79,7 @@ from spark_checks.history import (
     Verdict,
     new_call,
 )
+from spark_checks.kafka_checker import CallFacts, facts_fields
 from spark_checks.parallel import (
     PARALLEL_MIN_BYTES,
     Stop,
@@ -470,7 +474,7 @@ def _without_invocation(operation: Op, at: Position) -> HistoryError:
 class _Sink:
     """Calls -> CALLS rows: each call's pieces (`call_fields` lists) gathered per part, one row
     per part every `WINDOW_CALLS` calls; a Kafka history's assign/subscribe calls go to
-    `SUBSCRIPTIONS_PART`, and each of its data calls also whole to the whole-history part."""
+    `SUBSCRIPTIONS_PART`, and each of its data calls also to the whole-history part (facts)."""
 
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
@@ -478,6 +482,7 @@ class _Sink:
         self.pieces: dict[str, list[list[Any]]] = {}
         self.calls = 0
         self.parts: dict[Any, str] = {}  # Kafka key -> its part's JSON
+        self.whole_calls = plan.ships_whole_calls()  # else the whole-history part gets `CallFacts`
 
     def add_pair(self, invocation: Op, completion: Op | None) -> None:
         self.calls += 1
@@ -500,7 +505,8 @@ class _Sink:
                 fields.append(SEVERAL)
             self.add_piece(key, fields)
         if call.f in kafka_checker.DATA_FUNCTIONS:
-            self.add(CYCLES_PART, _kafka_call_fields(call, call.key, times=True))
+            whole = _kafka_call_fields(call, call.key, times=True) if self.whole_calls else None
+            self.add(CYCLES_PART, whole or kafka_checker.call_facts_fields(call))
 
     def add_piece(self, key: Any, fields: list[Any]) -> None:
         part = self.parts.get(key)
@@ -643,7 +649,7 @@ def _sends_to_several_keys(call: Call) -> bool:
 
 def _fast_pieces(invocation: Op, completion: Op, sink: _Sink) -> bool:
     """Add what `_Sink.add_call` adds of the calls that make up most of a history (sends, a
-    poll of string keys: the per-key pieces and the whole-history copy, as `kafka_fields`
+    poll of string keys: the per-key pieces and the whole-history part's entry, as `_Sink`
     makes them) straight from the operations; False (and nothing added) for any other call.
     Stage 1 of 10^5 bench operations, in-process: 0.70-0.83 CPU-s with it, 1.12-1.23 making
     each call and piece (load ~15; `test_fast_pieces_are_split_calls_pieces` compares them)."""
@@ -661,7 +667,13 @@ def _fast_pieces(invocation: Op, completion: Op, sink: _Sink) -> bool:
     kind = completion[2]
     process, invoked, completed = invocation[1], invocation[0], completion[0]
     times = invocation[6], completion[6]
-    sink.add(CYCLES_PART, kafka_fields(process, f, value, kind, invoked, completed, invocation[5], times))
+    if sink.whole_calls:
+        sink.add(CYCLES_PART, kafka_fields(process, f, value, kind, invoked, completed, invocation[5], times))
+    else:
+        offsets = {} if kind == "fail" else kafka_checker.plain_max_offsets(f, value)
+        if offsets is None:
+            return False  # the general way finds them (`kafka_checker.call_facts_fields`)
+        sink.add(CYCLES_PART, facts_fields(process, f, kind, invoked, completed, times, offsets))
     if len(keys) == 1:
         sink.add_piece(keys[0], kafka_fields(process, f, value, kind, invoked, completed, keys[0]))
         return True
@@ -746,25 +758,21 @@ def check_rows(
     when given (`spark_checks.parallel`), and under `fail_fast` not after the first part that
     is invalid whatever the other parts find. Bad input: one answer with its error."""
     context = subscriptions_context(parts.get(SUBSCRIPTIONS_PART, ()), committed)
+    plan = plan.with_kafka_context(context)  # (only Kafka checks read it)
     names = sorted(name for name in parts if name != SUBSCRIPTIONS_PART)
     tasks = [Task(sum(map(len, parts[name])), _check_part, (name, parts[name]), name=name) for name in names]
     pool = worth_workers(pool, sum(task.size for task in tasks), PARALLEL_MIN_BYTES)
     if pool is not None:
         plan = replace(plan, budget=searches_budget(plan.budget, pool, len(names)))
-    started = 0
+    started = itertools.count(1)
 
     def on_start(_index: int) -> None:
-        nonlocal started
-        started += 1
         if on_part is not None:
-            on_part(started, len(names))
+            on_part(next(started), len(names))
 
     def stopped(index: int, stop: Stop) -> Answer:
-        name = names[index]
-        count = len(decode_part(parts[name])[0])
-        return Answer(
-            name, unchecked_result(plan.with_kafka_context(context), name, count, stop_reason(stop))
-        )
+        name, count = names[index], sum(len(loads(payload)) for payload in parts[names[index]])
+        return Answer(name, unchecked_result(plan, name, count, stop_reason(stop)))  # count: calls, facts
 
     def done(_index: int, answer: Answer) -> None:
         if on_verdict is not None and answer.result is not None:
@@ -832,12 +840,13 @@ def _check_part(
 ) -> Answer:
     """Check one part from its CALLS payloads (here or in a worker process)."""
     plan, context, committed = shared
+    if part == CYCLES_PART and not plan.ships_whole_calls():  # its calls' `CallFacts` alone
+        facts = [CallFacts.from_fields(fields) for payload in payloads for fields in loads(payload)]
+        return Answer(part, check_whole_facts(plan, facts))
     calls, several = decode_part(payloads)
     if plan.model == "kafka" and committed is None and part != CYCLES_PART:
         result, own = check_key_deciding_commits(plan, context, part, calls)
         return Answer(part, result, own, frozenset(several - own))
-    if plan.model == "kafka":
-        plan = plan.with_kafka_context(context)
     return Answer(part, check_part(plan, part, calls, parts_left=task.share))
 
 

@@ -134,7 +134,9 @@ def _plan(options: VerifyOptions, info: readers.SourceInfo, sample: list[Operati
     model = options.model if options.model != "auto" else detect_model(sample)
     model, dialect = maelstrom_kafka.resolve(model, options.model == "auto", info.format, sample)
     conventions = {**info.conventions, **dialect, **options.conventions}
-    return Plan(model=model, conventions=conventions, budget=options.budget)
+    # A transaction among the first operations: the whole-history part will be checked in full.
+    transactions = model == "kafka" and any(operation.f == "txn" for operation in sample)
+    return Plan(model=model, conventions=conventions, budget=options.budget, whole_calls=transactions)
 
 
 def choose_engine(path: str | Path, engine: str) -> str:
@@ -289,18 +291,25 @@ def verify_here(
     the stages after reading are the same (`test_engine` compares the two readings)."""
     source = str(file)
 
-    def splits() -> Iterator[tuple[int, Iterable[tuple[int, distributed.Op]]]]:
-        if info.format == "jsonl" and kept is None and not general:
+    def splits(again: bool = False) -> Iterator[tuple[int, Iterable[tuple[int, distributed.Op]]]]:
+        if info.format == "jsonl" and (kept is None or again) and not general:
             with open(file, "rb") as handle:
                 chunks = iter(lambda: handle.readlines(LOCAL_CHUNK_BYTES), [])
                 yield 0, distributed.jsonl_ops(chunks, source, 1, 0)
             return
-        read = located if kept is None else _kept(located, kept)
+        read = readers.open_located(file, info.format)[1] if again else located
+        read = read if kept is None or again else _kept(read, kept)
         yield 0, ((line, distributed.operation_op(operation)) for operation, line in read)
 
     def job(
         committed: frozenset[int] | None, parts: frozenset[str] | None, facts: distributed.Facts
     ) -> distributed.Gathered:
+        checking = plan
+        if parts is not None and CYCLES_PART in parts and not plan.ships_whole_calls():
+            # The whole-history part in full: its calls, which stage 1 shipped as facts, read again.
+            checking = replace(plan, whole_calls=True)
+            rows = distributed.stage1_rows(checking, splits(again=True), source)
+            pieces[CYCLES_PART] = [row[4] for row in rows if row[:2] == (distributed.CALLS, CYCLES_PART)]
         if parts is None:
             if progress is not None:
                 progress("reading, pairing and splitting")
@@ -320,8 +329,8 @@ def verify_here(
         wanted = pieces.keys() if parts is None else parts | {distributed.SUBSCRIPTIONS_PART}
         chosen = {part: pieces[part] for part in wanted}
         tally = Tally(0, progress)
-        rows = distributed.check_rows(plan, chosen, committed, on_part, pool, fail_fast, tally.verdict)
-        return distributed.gather(rows)
+        answers = distributed.check_rows(checking, chosen, committed, on_part, pool, fail_fast, tally.verdict)
+        return distributed.gather(answers)
 
     pieces: dict[str, list[bytes]] = defaultdict(list)
     with distributed.no_cyclic_gc():
@@ -558,7 +567,7 @@ def verify_spark(
     persisted: list[Any] = []
     read: list[Any] = []  # the CALLS rows and stage 2's buckets, once read
 
-    def read_on_spark(facts: distributed.Facts) -> tuple[Any, int]:
+    def read_on_spark(facts: distributed.Facts, plan: Plan) -> tuple[Any, int, Plan]:
         whole = fmt not in spark_read.READ_FORMATS
         ordinals = needs_ordinals and fmt in spark_read.TEXT_FORMATS
         spans = distributed.SPANS_LINES.split("{", 1)[0]
@@ -584,17 +593,19 @@ def verify_spark(
                 facts.operations, facts.calls = found.operations, found.calls
                 splits = stage1.rdd.getNumPartitions()
                 buckets = max(cores, math.ceil(splits * range_bytes / TARGET_BYTES))
-                return rows.where(sql.col("kind") == distributed.CALLS), buckets
+                return rows.where(sql.col("kind") == distributed.CALLS), buckets, plan
 
     def job(
         committed: frozenset[int] | None, parts: frozenset[str] | None, facts: distributed.Facts
     ) -> distributed.Gathered:
         if not read:
-            read.extend(read_on_spark(facts))
-        calls, buckets = read
+            read.extend(read_on_spark(facts, plan))
+        elif CYCLES_PART in (parts or ()) and not read[2].ships_whole_calls():  # its calls: read again
+            read[:] = read_on_spark(facts, replace(plan, whole_calls=True))  # (`Plan.ships_whole_calls`)
+        calls, buckets, checking = read
         if parts is not None:
             calls = calls.where(sql.col("part").isin(sorted(parts | {distributed.SUBSCRIPTIONS_PART})))
-        answers = spark_read.check_frame(calls, plan, committed, buckets).collect()
+        answers = spark_read.check_frame(calls, checking, committed, buckets).collect()
         return distributed.gather(pickle.loads(row["answer"]) for row in answers)  # this job's own tasks
 
     try:

@@ -153,9 +153,9 @@ import sys
 import time
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NamedTuple, TypeVar
 
 from spark_checks.history import (
     UNNAMED,
@@ -311,7 +311,7 @@ def analysed_value(call: Call) -> JsonValue:
     return call.input if value is None else value
 
 
-def _order(call: Call) -> int:
+def _order(call: Call | CallFacts) -> int:
     """Completion order (Jepsen's history order of completions); never-completed calls last."""
     index = call.complete_index
     return index if index is not None else _LAST + call.invoke_index
@@ -934,7 +934,7 @@ def _collect(
     return out
 
 
-def _live_assignments(calls: list[Call]) -> list[Call]:
+def _live_assignments(calls: list[_Timed]) -> list[_Timed]:
     """`calls` without the assign/subscribe calls that change nothing here: an assignment only
     prunes what its process tracks, and a process tracks keys only through its own data calls,
     so the assignments of other processes, and failed ones, go (they are most of a key's part
@@ -1524,7 +1524,7 @@ def _wr_edge_of(collected: _Collected, state: _KeyState) -> bool:
     return len(state.ok_read) + len(state.other_read) > 0 and _several_readers(collected, state)
 
 
-def _realtime_edge(ordered: list[Call]) -> bool:
+def _realtime_edge(ordered: Sequence[Call | CallFacts]) -> bool:
     """An `ok` data call completed before another data call was invoked (Elle's realtime edge)."""
     calls = [call for call in ordered if call.f in DATA_FUNCTIONS]
     first_done = min(
@@ -1678,15 +1678,90 @@ def _wr_step(writer: Call, reader: Call, states: dict[Key, _KeyState]) -> Record
 # ---------------------------------------------------------------------------------------
 
 
+class CallFacts(NamedTuple):
+    """What the whole-history part reads of a call on the per-key route (`history_facts`,
+    where the keys' checks hand in the rest as `KeyFacts`): who, which function, how it ended,
+    its indices and times, and per key the greatest offset it showed to exist (`offsets`:
+    `_max_offsets`, -1 for a key polled empty; an assign's are the keys it names, at -1, as it
+    shows none), never its value. Stage 1 ships a data call to that part this way: a JSON
+    list of these fields in this order, the outcome by name (`facts_fields`, `from_fields`),
+    a fraction of the call's bytes, with `_max_offsets` found where the call is read."""
+
+    process: Any
+    f: str
+    outcome: Outcome
+    invoke_index: int
+    complete_index: int | None
+    invoke_time: int | None
+    complete_time: int | None
+    offsets: dict[Key, int]
+
+    @staticmethod
+    def from_fields(fields: Sequence[Any]) -> CallFacts:
+        """The inverse of `facts_fields`."""
+        process, f, outcome, invoked, completed, invoke_time, complete_time, offsets = fields
+        return CallFacts(
+            process, f, _OUTCOME_NAMED[outcome], invoked, completed, invoke_time, complete_time, offsets
+        )
+
+
+_OUTCOME_NAMED: Final = {outcome.value: outcome for outcome in Outcome}
+_Timed = TypeVar("_Timed", bound="Call | CallFacts")
+
+
+def facts_fields(
+    process: Any,
+    f: str,
+    outcome: str,
+    invoked: int,
+    completed: int | None,
+    times: tuple[int | None, int | None],
+    offsets: dict[Key, int],
+) -> list[Any]:
+    """A call's `CallFacts` as stage 1 ships them (JSON-ready), the outcome by its name."""
+    return [process, f, outcome, invoked, completed, *times, offsets]
+
+
+def call_facts_fields(call: Call) -> list[Any]:
+    """`facts_fields` of a data call."""
+    times = call.invoke_time, call.complete_time
+    offsets = _max_offsets(call)
+    return facts_fields(
+        call.process, call.f, call.outcome.value, call.invoke_index, call.complete_index, times, offsets
+    )
+
+
+def call_facts(call: Call) -> CallFacts:
+    """A call's `CallFacts`."""
+    if call.f == "assign":
+        value = analysed_value(call)
+        offsets = dict.fromkeys(map(str, value), -1) if isinstance(value, list) else {}  # `_norm_key`, in C
+    else:
+        offsets = _max_offsets(call)
+    return CallFacts(
+        call.process,
+        call.f,
+        call.outcome,
+        call.invoke_index,
+        call.complete_index,
+        call.invoke_time,
+        call.complete_time,
+        offsets,
+    )
+
+
 def _max_offsets(call: Call) -> dict[Key, int]:
     """Jepsen's `op->max-offsets` of an `ok`/`info` call: per key, the highest offset polled
     (-1 for an empty poll) or sent. As upstream, a send without an offset restarts the
     call's send map (its `reduce` step returns nil there)."""
     if call.outcome is _FAIL or call.f not in DATA_FUNCTIONS:
         return {}
-    fast = _max_offsets_plain(call)
-    if fast is not None:
-        return fast
+    fast = plain_max_offsets(call.f, analysed_value(call))
+    return fast if fast is not None else _parsed_max_offsets(call)
+
+
+def _parsed_max_offsets(call: Call) -> dict[Key, int]:
+    """`_max_offsets` of a data call that did not fail, the long way (any shape)."""
     writes, reads = _parse(call, None)
     if not writes or all(offset is not None for sends in writes.values() for offset, _ in sends):
         # The common shapes, from the parsed call: no send without an offset to restart on.
@@ -1728,17 +1803,18 @@ def _max_offsets(call: Call) -> dict[Key, int]:
 _FIRST: Final = operator.itemgetter(0)
 
 
-def _max_offsets_plain(call: Call) -> dict[Key, int] | None:
-    """`_max_offsets` of one plain poll (string keys, int offsets) or one send with an
-    offset, the commonest calls, in C where it can; None for any other shape."""
-    value = analysed_value(call)
+def plain_max_offsets(f: str, value: JsonValue) -> dict[Key, int] | None:
+    """`_max_offsets` of a data call `f` that did not fail, of analysed value `value`, when it
+    is one plain poll (string keys, int offsets), one send (with an offset, or without:
+    nothing shown) or sends that all have offsets, the commonest calls, in C where it can;
+    None for any other shape."""
     if value.__class__ is not list or len(value) != 1:
-        return None
+        return _sends_max_offsets(f, value)
     mop = value[0]
     if mop.__class__ is not list or not mop:
         return None
     name = mop[0]
-    if name in _POLL and call.f != "send":
+    if name in _POLL and f != "send":
         polled = mop[1] if len(mop) > 1 else None
         if not polled:
             return {}
@@ -1754,11 +1830,31 @@ def _max_offsets_plain(call: Call) -> dict[Key, int] | None:
         except TypeError:
             return None  # a null offset: the long way
         return out
-    if name in _SEND and call.f != "poll" and len(mop) == 3:
+    if name in _SEND and f != "poll" and len(mop) == 3:
         sent = mop[2]
         if sent.__class__ is list and len(sent) == 2 and sent[0].__class__ is int:
             return {_norm_key(mop[1]): sent[0]}
+        if sent.__class__ is not list and sent.__class__ is not tuple:
+            return {}  # no offset: upstream's send map restarts, and nothing follows
     return None
+
+
+def _sends_max_offsets(f: str, value: JsonValue) -> dict[Key, int] | None:
+    """`_max_offsets` of several sends that all have an int offset (the greatest per key, the
+    keys in the order they come: `_parse`'s); None for any other value."""
+    if f == "poll" or value.__class__ is not list or not value:
+        return None
+    out: dict[Key, int] = {}
+    for mop in value:
+        if mop.__class__ is not list or len(mop) != 3 or mop[0].__class__ is not str or mop[0] not in _SEND:
+            return None
+        sent = mop[2]
+        if sent.__class__ is not list or len(sent) != 2 or sent[0].__class__ is not int:
+            return None
+        key = _norm_key(mop[1])
+        known = out.get(key)
+        out[key] = sent[0] if known is None or sent[0] > known else known
+    return out
 
 
 def realtime_lags(calls: Iterable[Call]) -> list[Record] | None:
@@ -1798,7 +1894,7 @@ def realtime_lags(calls: Iterable[Call]) -> list[Record] | None:
     return lags
 
 
-def _expired_times(ordered: list[Call], maxes: list[dict[Key, int]]) -> dict[Key, list[int]]:
+def _expired_times(ordered: Sequence[Call | CallFacts], maxes: list[dict[Key, int]]) -> dict[Key, list[int]]:
     """Per key, the completion time of the first call (in completion order) that showed each
     offset or a higher one to exist (Jepsen's `expired` vectors), at that offset's index: a
     call fills in only offsets above those known, so what is known is always 0..n-1."""
@@ -1864,56 +1960,60 @@ def realtime_lag_summary(calls: Iterable[Call]) -> dict[str, JsonValue]:
     """`lag_summary(realtime_lags(calls))` without listing every (poll, key) lag, which is
     polls x assigned keys: for a fixed offset a process's lag on a key only grows with its
     polls' times, so each stretch of polls at one offset is measured at its last poll."""
-    return _lag_summary_in_order(sorted(calls, key=_order))
+    return _lag_summary_in_order([call_facts(call) for call in sorted(calls, key=_order)])
 
 
-def _lag_summary_in_order(ordered: list[Call]) -> dict[str, JsonValue]:
-    """`realtime_lag_summary` of calls already in completion order (`_order`)."""
+def _lag_summary_in_order(ordered: list[CallFacts]) -> dict[str, JsonValue]:
+    """`realtime_lag_summary` of calls' facts already in completion order (`_order`)."""
     if any(call.invoke_time is None for call in ordered):
         return _NO_LAG
-    maxes = [_max_offsets(call) for call in ordered]
-    expired = _expired_times(ordered, maxes)
+    expired = _expired_times(ordered, [call.offsets for call in ordered])
     greatest: dict[Process, dict[Key, tuple[int, int]]] = {}  # process -> key -> (lag, time)
     worst: list[Any] = [0, 0, None, None]  # lag (0: none yet), time, process, key
     poll_times: dict[Process, list[int]] = {}
     # Per process: key -> (offset, index in its poll_times of the first poll at that offset).
     positions: dict[Process, dict[Key, tuple[int, int]]] = {}
-    no_times: list[int] = []
     first_lag: Record | None = None  # the first (poll, key) lag, Jepsen's worst when all are 0
 
-    def flush(process: Process, key: Key, offset: int, started: int) -> None:
-        # The lag of a stretch of polls at `offset`, measured at its last poll (`started`).
-        known = expired.get(key, no_times)
-        lag = 0 if offset + 1 >= len(known) or known[offset + 1] > started else started - known[offset + 1]
-        kept = greatest[process].get(key)
-        if kept is None or lag > kept[0]:
-            greatest[process][key] = (lag, started)
-        # The first greatest lag; of equal lags, the earliest poll's.
-        if lag > worst[0] or (lag and lag == worst[0] and started < worst[1]):
-            worst[:] = lag, started, process, key
+    def flush(process: Process, stretches: Iterable[tuple[Key, int]], started: int) -> None:
+        # The lag of each stretch of polls at an offset of a key, that ended with the poll
+        # invoked at `started` (a batch: an assign ends the stretches of every key it drops).
+        kept_by_key = greatest[process]
+        for key, offset in stretches:
+            known = expired.get(key)
+            if known is None or offset + 1 >= len(known) or known[offset + 1] > started:
+                lag = 0
+            else:
+                lag = started - known[offset + 1]
+            kept = kept_by_key.get(key)
+            if kept is None or lag > kept[0]:
+                kept_by_key[key] = (lag, started)
+            # The first greatest lag; of equal lags, the earliest poll's.
+            if lag > worst[0] or (lag and lag == worst[0] and started < worst[1]):
+                worst[:] = lag, started, process, key
 
-    for call, known_offsets in zip(ordered, maxes, strict=True):
+    for call in ordered:
         if call.outcome is not _OK:
             continue
-        f = call.f
         process = call.process
-        times = poll_times.get(process)
-        if times is None:
-            times = poll_times[process] = []
-            positions[process] = {}
+        held = positions.get(process)
+        if held is None:  # (in the order processes first complete a call: the order of flushes)
+            held = positions[process] = {}
+            poll_times[process] = []
             greatest[process] = {}
-        held = positions[process]
+        f = call.f
         if f in {"poll", "txn"}:
+            times = poll_times[process]
             started = call.invoke_time
             assert started is not None
             now = len(times)
-            for key, seen in known_offsets.items():
+            for key, seen in call.offsets.items():
                 old = held.get(key)
                 if old is None:
                     held[key] = (seen, now)
                 elif seen > old[0]:
                     if now > old[1]:  # polls at the old offset, the last one just before this
-                        flush(process, key, old[0], times[-1])
+                        flush(process, ((key, old[0]),), times[-1])
                     held[key] = (seen, now)
             times.append(started)
             if first_lag is None and held:
@@ -1923,21 +2023,23 @@ def _lag_summary_in_order(ordered: list[Call]) -> dict[str, JsonValue]:
                 least = min(held, key=lambda key: (str(type(key)), str(key)))
                 first_lag = {"time": started, "process": process, "key": least, "lag": 0}
         elif f in {"assign", "subscribe"}:
-            value = analysed_value(call) if f == "assign" else None
-            named = set(map(str, value)) if isinstance(value, list) else set()  # `_norm_key`, in C
+            times = poll_times[process]
+            named = set(iter(call.offsets))  # an assign's keys (`call_facts`), as a set built key by key
             polls = len(times)
-            for key in held.keys() - named if named else list(held):  # a subscribe drops all
-                offset, first = held.pop(key)
-                if polls > first:
-                    flush(process, key, offset, times[-1])
+            dropped = [(key, held.pop(key)) for key in (held.keys() - named if named else list(held))]
+            if polls:  # a subscribe drops all
+                flush(
+                    process, [(key, offset) for key, (offset, first) in dropped if polls > first], times[-1]
+                )
             for key in named - held.keys():
                 held[key] = (-1, polls)
     for process, held in positions.items():
         times = poll_times[process]
         polls = len(times)
-        for key, (offset, first) in held.items():
-            if polls > first:
-                flush(process, key, offset, times[-1])
+        if polls:
+            flush(
+                process, [(key, offset) for key, (offset, first) in held.items() if polls > first], times[-1]
+            )
     by: dict[tuple[str, Key], Record] = {}
     lags = (kept[0] for held in greatest.values() for kept in held.values())
     top = heapq.nlargest(LAG_LISTED, lags)
@@ -2145,14 +2247,16 @@ def _sole_reader(key: Key, collected: _Collected, state: _KeyState) -> tuple[int
     return touching[0].invoke_index, tuple(sorted({pair[1] for pair in pairs}, key=_sort_token))
 
 
-def history_facts(calls: Iterable[Call]) -> HistoryFacts:
-    """`HistoryFacts` of a history's data and assign/subscribe calls: one pass, and realtime
-    lag over the same calls in the same order as `check_kafka_whole`."""
-    ordered = list(calls)
-    operations = len(ordered)
-    seen = frozenset(call.f for call in ordered if call.f in SUBSCRIPTION_FUNCTIONS)
+def history_facts(calls: Iterable[Call | CallFacts]) -> HistoryFacts:
+    """`HistoryFacts` of a history's data and assign/subscribe calls, or of their `CallFacts`
+    (as stage 1 ships a data call to the whole-history part): one pass, and realtime lag over
+    the same calls in the same order as `check_kafka_whole`."""
+    given = list(calls)
+    operations = len(given)
+    seen = frozenset(call.f for call in given if call.f in SUBSCRIPTION_FUNCTIONS)
     if seen:
-        ordered = _live_assignments(ordered)
+        given = _live_assignments(given)
+    ordered = [call if isinstance(call, CallFacts) else call_facts(call) for call in given]
     ordered.sort(key=_order)
     data = [call for call in ordered if call.f in DATA_FUNCTIONS]
     last = next((call.invoke_index for call in reversed(data) if call.outcome is _OK), None)

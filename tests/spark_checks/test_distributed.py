@@ -9,6 +9,7 @@ import json
 import math
 import os
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from spark_checks.history import (
     new_call,
     pair_calls,
 )
-from spark_checks.kafka_checker import analysed_value, split_call
+from spark_checks.kafka_checker import CallFacts, analysed_value, call_facts, split_call
 from spark_checks.kafka_histories import KafkaHistoryBuilder, generate_history
 from spark_checks.parallel import WorkerPool, start_order
 from spark_checks.readers import open_history, write_jsonl
@@ -87,6 +88,11 @@ def run_stages(plan: Plan, path: Path, count: int) -> list[CheckResult]:
     assert facts.first_error() is None
     gathered = distributed.gather(distributed.check_rows(plan, parts, None))
     again = gathered.recheck() | merge_whole_history_part(plan, gathered)
+    if CYCLES_PART in again and not plan.ships_whole_calls():
+        # The whole-history part in full: stage 1 shipped its calls' facts; read its calls again.
+        plan = replace(plan, whole_calls=True)
+        rows = stage_rows(plan, path, count)
+        parts[CYCLES_PART] = [row[4] for row in rows if row[:2] == (distributed.CALLS, CYCLES_PART)]
     if again:
         chosen = {part: parts[part] for part in again | {distributed.SUBSCRIPTIONS_PART}}
         gathered.replace(
@@ -300,19 +306,22 @@ def test_an_output_equal_but_not_identical_to_the_completion_keeps_its_types(out
     assert json.dumps(back.completion_value) == json.dumps(completion)
 
 
-def fast_pieces(invocation: distributed.Op, completion: distributed.Op) -> list[tuple[str, list[Any]]] | None:
+def fast_pieces(
+    invocation: distributed.Op, completion: distributed.Op, plan: Plan
+) -> list[tuple[str, list[Any]]] | None:
     """`distributed._fast_pieces` as a list of (part, fields) in the order they were added."""
-    sink = distributed._Sink(Plan("kafka"))
+    sink = distributed._Sink(plan)
     if not distributed._fast_pieces(invocation, completion, sink):
         assert not sink.pieces
         return None
     return [(part, fields) for part, entries in sink.pieces.items() for fields in entries]
 
 
-def pieces_of(call: Call) -> list[tuple[str, list[Any]]]:
+def pieces_of(call: Call, plan: Plan) -> list[tuple[str, list[Any]]]:
     """What stage 1 ships of a call the general way (`_Sink.add_call`: `split_call`, then
-    `kafka_fields`), the whole-history copy included."""
-    sink = distributed._Sink(Plan("kafka"))
+    `kafka_fields`), the whole-history part's entry included (the call's `CallFacts`, or the
+    call whole under `Plan.whole_calls`)."""
+    sink = distributed._Sink(plan)
     sink.add_call(call)
     return [(part, fields) for part, entries in sink.pieces.items() for fields in entries]
 
@@ -355,18 +364,22 @@ def test_fast_pieces_are_split_calls_pieces(seed, txn_share, fail_share):
     try:
         fast = 0
         for invocation, completion in pairs_of(path):
-            pieces = fast_pieces(invocation, completion)
-            if pieces is None:
-                continue
-            fast += 1
-            call = distributed._call(invocation, completion)
-            assert sorted(pieces, key=str) == sorted(pieces_of(call), key=str)
-            for part, fields in pieces:
-                shipped = distributed.call_from_fields(fields)
-                whole = part == "cross-key cycles"
-                assert checked_view(shipped) == checked_view(
-                    call if whole else dict(split_call(call))[json.loads(part)]
-                )
+            for plan in (Plan("kafka"), Plan("kafka", whole_calls=True)):
+                pieces = fast_pieces(invocation, completion, plan)
+                if pieces is None:
+                    continue
+                fast += 1
+                call = distributed._call(invocation, completion)
+                assert sorted(pieces, key=str) == sorted(pieces_of(call, plan), key=str)
+                for part, fields in pieces:
+                    if part == CYCLES_PART and not plan.whole_calls:
+                        assert CallFacts.from_fields(fields) == call_facts(call)
+                        continue
+                    shipped = distributed.call_from_fields(fields)
+                    whole = part == CYCLES_PART
+                    assert checked_view(shipped) == checked_view(
+                        call if whole else dict(split_call(call))[json.loads(part)]
+                    )
         assert fast
     finally:
         path.unlink()
@@ -401,14 +414,15 @@ def test_fast_pieces_of_odd_shapes(given, done, kind):
     f = "poll" if given[0][0] == "poll" else "send"
     invocation = (4, 1, "invoke", f, given, None, 10)
     completion = (5, 1, kind.value, f, done, None, 11)
-    pieces = fast_pieces(invocation, completion)
     call = distributed._call(invocation, completion)
-    try:
-        expected = pieces_of(call)
-    except HistoryError:
-        assert pieces is None  # the general way reports it
-        return
-    assert pieces is None or sorted(pieces, key=str) == sorted(expected, key=str)
+    for plan in (Plan("kafka"), Plan("kafka", whole_calls=True)):
+        pieces = fast_pieces(invocation, completion, plan)
+        try:
+            expected = pieces_of(call, plan)
+        except HistoryError:
+            assert pieces is None  # the general way reports it
+            continue
+        assert pieces is None or sorted(pieces, key=str) == sorted(expected, key=str)
 
 
 def test_new_call_makes_the_same_call_as_the_constructor():

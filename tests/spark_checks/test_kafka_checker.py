@@ -861,3 +861,63 @@ _ANY_MOP = st.one_of(
 def test_restricting_to_each_key_at_once_is_restricting_to_each(value: Any, keys: set[Any]) -> None:
     listed = sorted(str(key) for key in keys)
     assert _restrict_each(value, listed) == {key: _restrict(value, key) for key in listed}
+
+
+# ---------------------------------------------------------------------------------------
+# The whole-history part's facts of a call (`CallFacts`), as stage 1 ships them
+# ---------------------------------------------------------------------------------------
+
+ODD_SENDS = [
+    [["send", "x", [0, 1]], ["send", "x", [3, 2]], ["send", "x", [1, 3]]],  # one key, greatest kept
+    [["send", 7, [0, 1]], ["send", "7", [2, 2]], ["send", "y", [1, 3]]],  # 7 and "7": one key
+    [["send", "x", [0, 1]], ["send", "y", 2]],  # no offset: the long way (upstream restarts)
+    [["send", "x", [None, 1]], ["send", "y", [0, 2]]],
+    [["send", "x", [True, 1]], ["send", "y", [0, 2]]],
+    [["send", "x", [0, 1]], ["poll", {"x": [[0, 1]]}]],
+    [["send", "x", 1]],
+    [["send", "x", [0, 1, 2]]],
+]
+
+
+def test_plain_max_offsets_are_the_long_ways() -> None:
+    # Stage 1 finds each call's offsets for the whole-history part the plain way where it can
+    # (`plain_max_offsets`); wherever it answers, the long way (`_parse`) answers alike, keys
+    # in the same order.
+    from spark_checks.kafka_checker import _parsed_max_offsets, analysed_value, plain_max_offsets
+
+    calls = [
+        call
+        for seed in range(6)
+        for call in pair_calls(
+            generate_history(400, 5, seed=seed, txn_share=0.2, fail_share=0.1, info_share=0.1)
+        )
+    ]
+    calls += [Call(0, f, value, value, Outcome.OK, 0, 1) for value in ODD_SENDS for f in ("send", "txn")]
+    plain = 0
+    for call in calls:
+        if call.f not in ("send", "poll", "txn") or call.outcome is Outcome.FAIL:
+            continue
+        fast = plain_max_offsets(call.f, analysed_value(call))
+        if fast is None:
+            continue
+        plain += 1
+        expected = _parsed_max_offsets(call)
+        assert list(fast.items()) == list(expected.items()), call
+    assert plain > 1000
+
+
+def test_call_facts_travel_as_json_and_give_the_same_history_facts() -> None:
+    # What the whole-history part computes from the shipped facts equals what it computes
+    # from the calls (`history_facts` takes both), lag and all.
+    from spark_checks.distributed import dumps, loads
+    from spark_checks.kafka_checker import CallFacts, call_facts, call_facts_fields, history_facts
+
+    for seed in range(4):
+        calls = list(pair_calls(generate_history(300, 4, seed=seed, fail_share=0.1, info_share=0.1)))
+        data = [call for call in calls if call.f in ("send", "poll", "txn")]
+        shipped = [
+            CallFacts.from_fields(fields) for fields in loads(dumps([call_facts_fields(c) for c in data]))
+        ]
+        assert shipped == [call_facts(call) for call in data]
+        others = [call for call in calls if call.f in ("assign", "subscribe")]
+        assert history_facts([*shipped, *others]) == history_facts([*data, *others])
