@@ -1335,6 +1335,33 @@ def engine_results(report: Any) -> list[tuple[Any, ...]]:
     return [(result.partition, *comparable(result)) for result in report.results]
 
 
+def test_the_whole_history_part_is_read_again_alike_in_every_format(tmp_path: Path) -> None:
+    # Stage 1 ships the whole-history part its calls' facts alone; a read from the future has
+    # the history read again for its calls (`Plan.ships_whole_calls`): from JSON Lines by the
+    # stages' line reader, from EDN and Parquet (and JSON Lines read the general way, or kept
+    # for the report) through the readers, with the same results.
+    from spark_checks.readers import write_parquet
+    from spark_checks.readers.edn import write_edn
+
+    futures = [
+        seed for seed in range(40) if any(n in CYCLE_TYPES for n in kafkaspec_types(plain_history(seed)))
+    ]
+    for seed in futures[:2]:
+        operations = plain_history(seed)
+        lines = tmp_path / f"history-{seed}.jsonl"
+        write_jsonl(lines, operations)
+        expected = engine_results(verify_history(lines, VerifyOptions(engine="local")))
+        assert any(name in CYCLE_TYPES for part in expected for name in part[3].get("anomaly_counts", {}))
+        for suffix, write in ((".edn", write_edn), (".parquet", write_parquet)):
+            path = lines.with_suffix(suffix)
+            write(path, operations)
+            assert engine_results(verify_history(path, VerifyOptions(engine="local"))) == expected, suffix
+        general = verify_history(lines, VerifyOptions(engine="local"), general=True)
+        kept = verify_history(lines, VerifyOptions(engine="local"), keep_history=True)
+        assert engine_results(general) == engine_results(kept) == expected
+        assert kept.history is not None and len(kept.history) == len(operations)  # kept once
+
+
 def test_ww_deps_transactions_and_fail_fast_through_the_local_engine(tmp_path: Path) -> None:
     # --ww-deps and a transaction take the whole-history part whole (check_kafka_whole's own
     # result); --fail-fast may leave it unknown, never half-made; no key's facts leak out.
