@@ -10,12 +10,20 @@ calls between spec functions into C calls, but what `@dataclass` generates at ru
 interpreted: each class's `__init__`, `__eq__` and `__hash__`, which the checker calls for
 every state it builds, hashes and looks up (a transition costs 26,000 instructions in them
 and the checker's loop alone, `bench.model_check --floor`). So the copy spells them out
-in each `@fast_init` class, as `@dataclass` and `spec._frozen` generate them, and mypyc
-compiles them too (`@dataclass` keeps the methods a class defines; fields, `repr`,
-`dataclasses.fields` are unchanged). The copy also has
+in each `@fast_init` class and each plain frozen dataclass (`_spelled_out`), as `@dataclass`
+and `spec._frozen` generate them, and mypyc compiles them too (`@dataclass` keeps the methods
+a class defines; fields, `repr`, `dataclasses.fields` are unchanged). A frozen object keeps
+its hash once computed (in `_hash` under `@cache_hash`, else in an attribute of the compiled
+object that is no field), and hands it over as the object it keeps. The copy also has
 
-* `__replace__`, what `spec._frozen.replace` generates per class, compiled (that function
-  uses it when a class has it);
+* `__replace__`, what `spec._frozen.replace` generates per class, compiled, with one
+  keyword-only parameter per field: where mypy knows the class of the object a `replace`
+  call copies, mypyc calls it directly (`_specialize_replace`), with no dictionary of
+  changes, and `replace` uses it for the other calls;
+* two rewrites of expressions mypyc compiles slowly (`_rewrite_expressions`):
+  `zip(a, b, strict=True)` in a plain `zip` mypyc turns into an indexed loop, with the lengths
+  checked (`spec._native_support`, a module of the copy alone), and module constants marked
+  `Final` (inlined or kept in a C static instead of looked up in the module's dictionary);
 * `__reduce__` in every frozen dataclass: the checker's processes exchange states by pickle,
   and a compiled class has no `__dict__` to restore (a frozen one refuses `setattr`);
 * the comparisons of `order=True` classes written out (that option refuses a class's own);
@@ -45,6 +53,7 @@ import re
 import shutil
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
@@ -131,13 +140,41 @@ def _reduce(name: str, fields: list[_Field], indent: str) -> list[str]:
     ]
 
 
+HIDDEN_HASH = "_native_hash"
+_NUMBERS = frozenset({"int", "bool"})
+"""Field types mypyc compares in C (`number_aliases` adds the spec's aliases of them)."""
+
+
+def number_aliases(source: str) -> set[str]:
+    """The module's names for `int` and `bool` (`BrokerId = int`, `ReplicaId: TypeAlias = int`)."""
+    found = set()
+    for statement in ast.parse(source).body:
+        value = statement.value if isinstance(statement, ast.Assign | ast.AnnAssign) else None
+        targets = statement.targets if isinstance(statement, ast.Assign) else []
+        if isinstance(statement, ast.AnnAssign):
+            targets = [statement.target]
+        if isinstance(value, ast.Name) and value.id in _NUMBERS:
+            found |= {target.id for target in targets if isinstance(target, ast.Name)}
+    return found
+
+
 def _methods(
-    cls: ast.ClassDef, fields: list[_Field], cached_hash: bool, frozen: bool, order: bool, indent: str
+    cls: ast.ClassDef,
+    fields: list[_Field],
+    cached_hash: bool,
+    frozen: bool,
+    order: bool,
+    indent: str,
+    numbers: frozenset[str] = _NUMBERS,
 ) -> list[str]:
     """`__init__`, `__eq__` and (frozen) `__hash__` as `@dataclass` and `spec._frozen` make them."""
     defined = {item.name for item in cls.body if isinstance(item, ast.FunctionDef)}
     name = cls.name
     lines: list[str] = []
+    # A frozen class without `@cache_hash` keeps its hash in an attribute of the compiled
+    # object that is no dataclass field (`__init__` declares it): the same value, computed
+    # once (a state's requests and messages are hashed again with every state that holds them).
+    hidden_hash = frozen and not cached_hash and "__init__" not in defined and "__hash__" not in defined
     if "__init__" not in defined:
         parameters = "".join(
             f", {item.name}: {item.annotation}" + (f" = {item.default}" if item.default is not None else "")
@@ -148,7 +185,13 @@ def _methods(
         for item in fields:
             value = item.name if item.init else item.default
             lines.append(f"{indent}    self.{item.name} = {value}  # type: ignore[misc]")
-        if not fields:
+        if hidden_hash:
+            # (mypy refuses an attribute outside a slotted dataclass's `__slots__`; mypyc gives it
+            # a place in the object's struct as to any other attribute)
+            lines.append(
+                f"{indent}    self.{HIDDEN_HASH}: int | None = None  # type: ignore[misc, unused-ignore]"
+            )
+        elif not fields:
             lines.append(f"{indent}    pass")
     compared = [item for item in fields if item.compare]
     if "__eq__" not in defined:
@@ -156,12 +199,13 @@ def _methods(
         lines.append(f"{indent}    if type(other) is not {name}:")
         lines.append(f"{indent}        return NotImplemented")
         # identity first, as the tuple comparison of the generated `__eq__` does: two states
-        # share most of their parts, so most comparisons end there
-        tests = [
-            f"self.{item.name} == other.{item.name}"
-            if item.annotation in ("int", "bool")
-            else f"(self.{item.name} is other.{item.name} or self.{item.name} == other.{item.name})"
+        # share most of their parts, so most comparisons end there; numbers (compared in C)
+        # before the parts, so that two different objects differ at the cheapest test
+        scalars = [item for item in compared if item.annotation in numbers]
+        tests = [f"self.{item.name} == other.{item.name}" for item in scalars] + [
+            f"(self.{item.name} is other.{item.name} or self.{item.name} == other.{item.name})"
             for item in compared
+            if item not in scalars
         ]
         lines.append(f"{indent}    return " + (" and ".join(tests) if tests else "True"))
     if order:
@@ -175,44 +219,205 @@ def _methods(
             lines.append(f"{indent}        return NotImplemented")
             lines.append(f"{indent}    return ({mine}) {operator} ({theirs})")
     if "__replace__" not in defined:
-        # what `spec._frozen.replace` generates per class, compiled
-        lines.append(f"{indent}def __replace__(self, /, **changes: object) -> {name}:")
-        lines.append(f"{indent}    found = 0")
-        for item in fields:
-            if not item.init:
-                continue
-            lines.append(f"{indent}    if {item.name!r} in changes:")
-            lines.append(
-                f"{indent}        _v_{item.name} = _native_cast({item.annotation!r}, changes[{item.name!r}])"
-            )
-            lines.append(f"{indent}        found += 1")
-            lines.append(f"{indent}    else:")
-            lines.append(f"{indent}        _v_{item.name} = self.{item.name}")
-        lines.append(f"{indent}    if found != len(changes):")
-        lines.append(
-            f'{indent}        raise TypeError(f"{name}.__replace__: unknown fields in {{sorted(changes)}}")'
+        # what `spec._frozen.replace` generates per class, compiled: one keyword-only parameter
+        # per init field, `KEEP` when not given, so a call whose object's class mypyc knows
+        # becomes a direct C call without a dictionary of changes (`_specialize_replace`); an
+        # unknown field is a TypeError, as for the constructor
+        initialized = [item for item in fields if item.init]
+        parameters = "".join(f", {item.name}: object = _native_KEEP" for item in initialized)
+        lines.append(f"{indent}def __replace__(self, /{', *' if initialized else ''}{parameters}) -> {name}:")
+        lines.append(f"{indent}    return {name}(")
+        lines.extend(
+            f"{indent}        self.{item.name} if {item.name} is _native_KEEP"
+            f" else _native_cast({item.annotation!r}, {item.name}),"
+            for item in initialized
         )
-        arguments = ", ".join(f"_v_{item.name}" for item in fields if item.init)
-        lines.append(f"{indent}    return {name}({arguments})")
+        lines.append(f"{indent}    )")
     if "__reduce__" not in defined:
         lines += _reduce(name, fields, indent)
     if frozen and "__hash__" not in defined:
         fields_tuple = "".join(f"self.{item.name}, " for item in compared)
-        lines.append(f"{indent}def __hash__(self) -> int:")
-        if cached_hash:
-            lines.append(f"{indent}    value = self._hash")
-            lines.append(f"{indent}    if value is None:")
-            lines.append(f"{indent}        value = hash(({fields_tuple}))")
-            lines.append(f"{indent}        self._hash = value  # type: ignore[misc]")
+        if cached_hash or hidden_hash:
+            # the cached hash is returned as the object it is kept as (`Any`, which is `int`
+            # to the type checker): declared `int`, mypyc would convert it to its own integer
+            # and back on every call (a state's cached hash is read three to four times per
+            # transition: the memos' keys, the checker's lookup)
+            kept = "_hash" if cached_hash else HIDDEN_HASH
+            # (`object`, not `int | None`: narrowed to `int`, it would be converted too)
+            lines.append(f"{indent}def __hash__(self) -> _NativeAny:")
+            lines.append(f"{indent}    cached: object = self.{kept}")
+            lines.append(f"{indent}    if cached is not None:")
+            lines.append(f"{indent}        return cached")
+            lines.append(f"{indent}    value = hash(({fields_tuple}))")
+            lines.append(f"{indent}    self.{kept} = value  # type: ignore[misc, unused-ignore]")
             lines.append(f"{indent}    return value")
         else:
+            lines.append(f"{indent}def __hash__(self) -> int:")
             lines.append(f"{indent}    return hash(({fields_tuple}))")
     return lines
 
 
-def transform(source: str) -> str:
-    """The module `source` with each `@fast_init` dataclass's methods spelled out, and the
-    classes mypyc cannot compile marked non-native."""
+_CONSTANT = re.compile(r"^_*[A-Z][A-Z0-9_]*[A-Z0-9]$")
+_NOT_FINAL = {"TypeVar", "ParamSpec", "NewType", "NamedTuple", "TypedDict", "TypeAlias"}
+
+
+def _literal(node: ast.expr) -> bool:
+    """A value made of literals only (`-1`, `1 << 16`, `"name"`)."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.UnaryOp):
+        return _literal(node.operand)
+    return isinstance(node, ast.BinOp) and _literal(node.left) and _literal(node.right)
+
+
+def _final_candidate(value: ast.expr | None) -> bool:
+    """A module constant's value that `Final` keeps its meaning for: a literal, a container
+    display, or a call that makes no type (not a type alias, `TypeVar` and the like)."""
+    if value is None:
+        return False
+    if isinstance(value, ast.Dict | ast.Set | ast.Tuple | ast.List):
+        return True
+    if isinstance(value, ast.Call):
+        return _decorator_name(value) not in _NOT_FINAL
+    return _literal(value)
+
+
+def _simple(node: ast.expr) -> bool:
+    """A name or a chain of attributes of a name: evaluating it twice reads the same value."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
+def _rewrite_expressions(source: str) -> tuple[str, set[str]]:
+    """Two rewrites mypyc compiles much faster, with the same meaning; the names of
+    `spec._native_support` the module then needs.
+
+    * `zip(a, b, strict=True)`: mypyc compiles a loop over `zip(a, b)` into an indexed loop,
+      but a call with a keyword into a generic call of the builtin, which parses `strict` from
+      a dictionary (8% of consumer-two-revocation-rounds' instructions, most of its step
+      property): `zip(a, same_length(b, a))` keeps the length check (only when `a` is a name or
+      attributes of one, so reading it twice reads the same);
+    * a module constant (an UPPER_CASE name bound once, to a literal or a value that is no type)
+      is marked `Final`: mypyc then inlines a literal and keeps any other value in a C static,
+      where it would otherwise look the name up in the module's dictionary at every use.
+    """
+    tree = ast.parse(source)
+    data = source.encode()
+    starts = [0]
+    for line in data.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+
+    def offset(line: int, column: int) -> int:
+        return starts[line - 1] + column
+
+    def text(node: ast.expr) -> str:
+        assert node.end_lineno is not None and node.end_col_offset is not None
+        return data[
+            offset(node.lineno, node.col_offset) : offset(node.end_lineno, node.end_col_offset)
+        ].decode()
+
+    edits: list[tuple[int, int, str]] = []  # (start, end, new text), byte offsets
+    needs: set[str] = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "zip"
+            and len(node.args) >= 2
+            and not any(isinstance(item, ast.Starred) for item in node.args)
+            and [(item.arg, ast.unparse(item.value)) for item in node.keywords] == [("strict", "True")]
+            and _simple(node.args[0])
+        ):
+            first = text(node.args[0])
+            rest = "".join(f", _native_same_length({text(item)}, {first})" for item in node.args[1:])
+            assert node.end_lineno is not None and node.end_col_offset is not None
+            edits.append(
+                (
+                    offset(node.lineno, node.col_offset),
+                    offset(node.end_lineno, node.end_col_offset),
+                    f"zip({first}{rest})",
+                )
+            )
+            needs.add("same_length")
+    bound: dict[str, int] = {}
+    for statement in tree.body:
+        targets: list[ast.expr] = []
+        if isinstance(statement, ast.Assign):
+            targets = statement.targets
+        elif isinstance(statement, ast.AnnAssign | ast.AugAssign):
+            targets = [statement.target]
+        elif isinstance(statement, ast.Import | ast.ImportFrom):
+            for alias in statement.names:
+                name = (alias.asname or alias.name).split(".")[0]
+                bound[name] = bound.get(name, 0) + 1
+        for target in targets:
+            for name_node in ast.walk(target):
+                if isinstance(name_node, ast.Name):
+                    bound[name_node.id] = bound.get(name_node.id, 0) + 1
+    rebound = {
+        name for node in ast.walk(tree) if isinstance(node, ast.Global | ast.Nonlocal) for name in node.names
+    }
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target, annotation = statement.targets[0], None
+        elif isinstance(statement, ast.AnnAssign) and statement.simple:
+            target, annotation = statement.target, statement.annotation
+        else:
+            continue
+        if (
+            not isinstance(target, ast.Name)
+            or not _CONSTANT.match(target.id)
+            or bound.get(target.id) != 1
+            or target.id in rebound
+            or not _final_candidate(statement.value)
+        ):
+            continue
+        if annotation is None:
+            assert target.end_col_offset is not None
+            at = offset(target.end_lineno or target.lineno, target.end_col_offset)
+            edits.append((at, at, ": _NativeFinal"))
+        elif not text(annotation).startswith(("Final", "typing.Final", "ClassVar")):
+            assert annotation.end_lineno is not None and annotation.end_col_offset is not None
+            start = offset(annotation.lineno, annotation.col_offset)
+            end = offset(annotation.end_lineno, annotation.end_col_offset)
+            edits.append((start, end, f"_NativeFinal[{text(annotation)}]"))
+        else:
+            continue
+        needs.add("Final")
+    for start, end, new in sorted(edits, reverse=True):
+        data = data[:start] + new.encode() + data[end:]
+    return data.decode(), needs
+
+
+_PLAIN_OPTIONS = {"frozen", "slots", "order"}
+_IMMUTABLE_DEFAULTS = {"tuple()", "frozenset()"}
+
+
+def _spelled_out(cls: ast.ClassDef, fields: list[_Field], options: Mapping[str | None, object]) -> bool:
+    """Whether a frozen `@dataclass` without `@fast_init` gets its methods spelled out as well:
+    when it is one the generated methods cover (no base class, no `__post_init__`, only the
+    options `frozen`, `slots` and `order`, defaults that may be shared). The requests and
+    settings of the controllers are such classes; `@dataclass`'s own methods of the others
+    stay interpreted."""
+    return (
+        options.get("frozen") is True
+        and set(options) <= _PLAIN_OPTIONS
+        and not cls.bases
+        and not any(isinstance(item, ast.FunctionDef) and item.name.startswith("__") for item in cls.body)
+        and all(
+            item.default is None or "(" not in item.default or item.default in _IMMUTABLE_DEFAULTS
+            for item in fields
+        )
+    )
+
+
+def transform(source: str, numbers: frozenset[str] = _NUMBERS) -> str:
+    """The module `source` with the methods of each `@fast_init` dataclass (and of each plain frozen
+    one `_spelled_out` covers) spelled out, the
+    classes mypyc cannot compile marked non-native, and the expressions mypyc compiles slowly
+    rewritten (`_rewrite_expressions`)."""
+    source, needs = _rewrite_expressions(source)
     tree = ast.parse(source)
     lines = source.splitlines()
     edits: list[tuple[int, int, list[str]]] = []  # (first line, lines replaced, new lines), 0-based
@@ -230,15 +435,7 @@ def transform(source: str) -> str:
             edits.append((first, 0, [indent + _NON_NATIVE]))
             needs_attr = True
             continue
-        if "dataclass" in decorators and "fast_init" not in decorators:
-            # pickle (the checker's processes exchange states): a native class has no
-            # `__dict__` to restore, and a frozen one refuses `setattr`; rebuild it instead
-            fields = _fields(lines, node)
-            if all(item.init or item.default is not None for item in fields):
-                end = node.end_lineno or node.lineno
-                edits.append((end, 0, _reduce(node.name, fields, indent + "    ")))
-            continue
-        if "fast_init" not in decorators:
+        if "dataclass" not in decorators:
             continue
         dataclass_call = decorators["dataclass"]
         options = {
@@ -247,6 +444,13 @@ def transform(source: str) -> str:
             if isinstance(item.value, ast.Constant)
         }
         fields = _fields(lines, node)
+        if "fast_init" not in decorators and not _spelled_out(node, fields, options):
+            # pickle (the checker's processes exchange states): a native class has no
+            # `__dict__` to restore, and a frozen one refuses `setattr`; rebuild it instead
+            if all(item.init or item.default is not None for item in fields):
+                end = node.end_lineno or node.lineno
+                edits.append((end, 0, _reduce(node.name, fields, indent + "    ")))
+            continue
         order = bool(options.get("order", False))
         methods = _methods(
             node,
@@ -255,6 +459,7 @@ def transform(source: str) -> str:
             bool(options.get("frozen", False)),
             order,
             indent + "    ",
+            numbers,
         )
         if order:
             line = dataclass_call.lineno - 1
@@ -271,13 +476,41 @@ def transform(source: str) -> str:
     for first, count, new in sorted(edits, key=lambda edit: (edit[0], edit[1]), reverse=True):
         lines[first : first + count] = new
     text = "\n".join(lines) + "\n"
-    imports = ("from mypy_extensions import mypyc_attr\n" if needs_attr else "") + (
-        "from typing import cast as _native_cast\n" if needs_cast else ""
-    )
+    imports = "from mypy_extensions import mypyc_attr\n" if needs_attr else ""
+    if needs_cast:
+        imports += "from typing import Any as _NativeAny, cast as _native_cast\n"
+        imports += "from spec._native_support import KEEP as _native_KEEP\n"
+    if "Final" in needs:
+        imports += "from typing import Final as _NativeFinal\n"
+    if "same_length" in needs:
+        imports += "from spec._native_support import same_length as _native_same_length\n"
     if imports:
         future = "from __future__ import annotations\n"
         text = text.replace(future, future + "\n" + imports, 1)
     return text
+
+
+SUPPORT = "_native_support"
+SUPPORT_SOURCE = '''"""What the compiled copy of the spec uses beside the source (from `kafkaspec.native`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sized
+from typing import Final, TypeVar
+
+KEEP: Final = object()
+"""The default of each parameter of a generated `__replace__`: the field keeps its value."""
+
+SizedT = TypeVar("SizedT", bound=Sized)
+
+
+def same_length(items: SizedT, first: Sized) -> SizedT:
+    """`items`, checked to be as long as `first` (what `zip(first, items, strict=True)` checks)."""
+    if len(items) != len(first):
+        raise ValueError("zip() arguments have different lengths")
+    return items
+'''
+"""The module of `SUPPORT` in the copy: a module of its own, so every module shares one `KEEP`."""
 
 
 def write_sources(target: Path) -> list[Path]:
@@ -286,14 +519,19 @@ def write_sources(target: Path) -> list[Path]:
     if target.exists():
         shutil.rmtree(target)
     modules = []
-    for path in sorted(SPEC.rglob("*.py")):
+    paths = sorted(SPEC.rglob("*.py"))
+    numbers = _NUMBERS.union(*(number_aliases(path.read_text()) for path in paths))
+    for path in paths:
         relative = path.relative_to(ROOT)
         destination = target / relative
         destination.parent.mkdir(parents=True, exist_ok=True)
         text = path.read_text()
-        destination.write_text(text if path.name == "__init__.py" else transform(text))
+        destination.write_text(text if path.name == "__init__.py" else transform(text, numbers))
         if path.name not in ("__init__.py", "_compiled.py"):
             modules.append(relative)
+    support = target / "spec" / f"{SUPPORT}.py"
+    support.write_text(SUPPORT_SOURCE)
+    modules.append(support.relative_to(target))
     (target / "spec" / "py.typed").write_text("")
     return modules
 
@@ -408,6 +646,53 @@ def _compile_in_parallel(jobs: int) -> None:
     CCompiler.compile = compile_all
 
 
+def _specialize_replace() -> bool:
+    """Have mypyc compile `replace(obj, name=value, ...)` (`spec._frozen.replace`) as a direct
+    call of the generated `__replace__` of `obj`'s class when the type checker knows that class:
+    no dictionary of changes is built, no method looked up, no field tested by name. Other calls
+    (a type variable's object, `**changes`) stay calls of `replace`, which finds the same
+    `__replace__`. A specializer is mypyc's own way of compiling calls of a named function
+    (`mypyc.irbuild.specialize`, as it compiles `len` or `isinstance`); its interface is
+    internal, so without it the build goes on with plain calls. False when it is missing."""
+    try:
+        from mypy.nodes import ARG_NAMED, ARG_POS, CallExpr, RefExpr
+        from mypyc.ir.ops import Value
+        from mypyc.ir.rtypes import RInstance
+        from mypyc.irbuild.builder import IRBuilder
+        from mypyc.irbuild.specialize import specializers
+    except ImportError:
+        return False
+
+    def direct(builder: IRBuilder, expr: CallExpr, callee: RefExpr) -> Value | None:
+        if (
+            not expr.args
+            or expr.arg_kinds[0] != ARG_POS
+            or any(kind != ARG_NAMED for kind in expr.arg_kinds[1:])
+        ):
+            return None
+        target = builder.node_type(expr.args[0])
+        if not isinstance(target, RInstance) or not target.class_ir.has_method("__replace__"):
+            return None
+        method = target.class_ir.get_method("__replace__")
+        names = {argument.name for argument in method.sig.args} if method is not None else set()
+        if not all(name in names for name in expr.arg_names[1:]):
+            return None  # an unknown field: the call raises as it would through `replace`
+        obj = builder.accept(expr.args[0])
+        values = [builder.accept(argument) for argument in expr.args[1:]]
+        return builder.gen_method_call(
+            obj,
+            "__replace__",
+            values,
+            builder.node_type(expr),
+            expr.line,
+            list(expr.arg_kinds[1:]),
+            list(expr.arg_names[1:]),
+        )
+
+    specializers.setdefault(("spec._frozen.replace", None), []).append(direct)
+    return True
+
+
 def build(jobs: int) -> dict[str, str]:
     """Compile the spec into `build/native/`; the relative path of each extension module."""
     from mypyc.build import mypycify
@@ -418,6 +703,7 @@ def build(jobs: int) -> dict[str, str]:
     MANIFEST.unlink(missing_ok=True)
     modules = write_sources(source_root)
     _compile_in_parallel(jobs)
+    _specialize_replace()
     previous = Path.cwd()
     os.chdir(source_root)  # mypyc names the modules by their paths from here
     try:
