@@ -98,12 +98,14 @@ class Plan:
         history's first operations, or the engine's second round, below), under `--ww-deps`
         (ww edges need every key's version order at once) or for Maelstrom (its stats count
         every call). Else it ships each data call's `kafka_checker.CallFacts` alone, all the
-        per-key route needs (`whole_by_keys`): a fifth of the bytes, nothing to decode but
-        small lists, `_max_offsets` found in parallel where the calls are read. When the keys
-        then find the part must be checked in full (a transaction, a backward read), the
-        engine reads the history again with `whole_calls` for that part alone: the calls are
-        not put together from the keys' pieces, which lack the calls that touch no key, the
-        order of micro-operations across keys and the times, so they are read as they are."""
+        per-key route needs (`whole_by_keys`): no value is decoded, `_max_offsets` is found
+        in parallel where the calls are read, and the part's bytes fall to 25% (Jepsen-shaped
+        polls of several pairs) to 63% (the bench's one-pair polls) at 10^6 operations. When
+        the keys then find the part must be checked in full (a transaction, a backward read),
+        the engine reads the history again with `whole_calls`, for that part's calls (a second
+        stage 1, on a path taken only then): the calls are not put together from the keys'
+        pieces, which lack the calls that touch no key, the order of micro-operations across
+        keys and the times, so they are read as they are."""
         return (
             self.whole_calls
             or bool(self.conventions.get("ww_deps", False))
