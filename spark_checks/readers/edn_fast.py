@@ -18,7 +18,8 @@ operations only (no Python step per token) and parsed by orjson:
 
 A run of lines that all hold Jepsen's fields in Jepsen's order (`_JEPSEN_LINE`: index, time,
 type, process, f, value) is read together: one regex scan gives the fields, the values make one
-JSON text. Any other run is read line by line: Jepsen's fields by `_JEPSEN_HEADER` and the value
+JSON text (for the engines' stages, `read_jepsen_ops` makes their operations' tuples from
+that scan without building a map). Any other run is read line by line: Jepsen's fields by `_JEPSEN_HEADER` and the value
 alone, any other op map whole. Only text that certainly reads the same way both ways is taken:
 no `\\` and no NUL byte; outside strings only ASCII letters, digits, spaces, commas, brackets
 and `:_?!*<>=/+.-` (so no list, set, tag, `#_`, comment, character, `^`); no digit followed by
@@ -51,6 +52,7 @@ from typing import Any, Final
 
 import orjson
 
+from spark_checks.history import OpType
 from spark_checks.readers._common import MAX_NESTING, nests_deeper
 from spark_checks.readers.edn import _atom, map_of_pairs
 
@@ -108,6 +110,65 @@ def _read_together(lines: Sequence[bytes], pieces: dict[bytes, bytes]) -> list[d
     """Lines that all hold Jepsen's fields in Jepsen's order (`_JEPSEN_LINE`), read with one
     scan and one JSON text for them all (the cost here is per call, not per byte); None when
     they do not."""
+    together = _jepsen_rows(lines, pieces)
+    if together is None:
+        return None
+    names: dict[bytes, str] = {}
+    maps: list[dict[str, Any]] = []
+    append = maps.append
+    for (index, time, kind, number, process, f, _), value in zip(*together, strict=True):
+        append(
+            {
+                "index": int(index),
+                "time": int(time),
+                "type": names.get(kind) or names.setdefault(kind, kind.decode()),
+                "process": int(number)
+                if number
+                else names.get(process) or names.setdefault(process, process.decode()),
+                "f": names.get(f) or names.setdefault(f, f.decode()),
+                "value": value,
+            }
+        )
+    return maps
+
+
+_TYPE_NAMES: Final = {t.value.encode(): t.value for t in OpType}
+
+
+JepsenOp = tuple[int, Any, str, str, Any, None, int]
+"""A `distributed.Op` of one of Jepsen's lines."""
+
+
+def read_jepsen_ops(lines: Sequence[bytes]) -> list[JepsenOp] | None:
+    """The operations of lines that all hold Jepsen's fields in Jepsen's order, as the tuples
+    (index, process, type, f, value, key, time) that `distributed.usual_op` makes of
+    `read_op_maps`' maps (the type by `OpType`'s own name), without making the maps: the
+    fields `_JEPSEN_LINE` matched pass its checks (an index and a time of at most 18 digits, a
+    type of the four, a keyword f, an integer or keyword process; no key). None when they do
+    not all hold them, or a value is not certain to read alike (then `read_op_maps`)."""
+    try:
+        together = _jepsen_rows(lines, dict(_PRESET))
+    except _NotFastError:
+        return None
+    if together is None:
+        return None
+    names: dict[bytes, str] = {}
+    processes: dict[bytes, int | str] = {}
+    ops: list[JepsenOp] = []
+    append = ops.append
+    for (index, time, kind, number, process, f, _), value in zip(*together, strict=True):
+        name = number or process
+        who = processes.get(name)
+        if who is None:
+            who = processes[name] = int(number) if number else process.decode()
+        what = names.get(f) or names.setdefault(f, f.decode())
+        append((int(index), who, _TYPE_NAMES[kind], what, value, None, int(time)))
+    return ops
+
+
+def _jepsen_rows(lines: Sequence[bytes], pieces: dict[bytes, bytes]) -> tuple[list[Any], list[Any]] | None:
+    """`_JEPSEN_LINE`'s fields of each line and its value read, or None unless every line
+    has them; `_NotFastError` from rebuilding a map."""
     text = b"\n".join(lines)
     if text.count(b"\n") != len(lines) - 1:
         return None
@@ -126,23 +187,7 @@ def _read_together(lines: Sequence[bytes], pieces: dict[bytes, bytes]) -> list[d
         for number, form in enumerate(forms):
             if form.count(b"{") != form.count(b"{}"):
                 values[number] = _rebuilt(values[number])
-    names: dict[bytes, str] = {}
-    maps: list[dict[str, Any]] = []
-    append = maps.append
-    for (index, time, kind, number, process, f, _), value in zip(rows, values, strict=True):
-        append(
-            {
-                "index": int(index),
-                "time": int(time),
-                "type": names.get(kind) or names.setdefault(kind, kind.decode()),
-                "process": int(number)
-                if number
-                else names.get(process) or names.setdefault(process, process.decode()),
-                "f": names.get(f) or names.setdefault(f, f.decode()),
-                "value": value,
-            }
-        )
-    return maps
+    return rows, values
 
 
 def _read_each(lines: Sequence[bytes], pieces: dict[bytes, bytes]) -> list[dict[str, Any]] | None:

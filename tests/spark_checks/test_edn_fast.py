@@ -150,8 +150,22 @@ def test_edn_ops_gives_the_same_operations_or_error_with_and_without_the_fast_re
     with_fast = _ops(raw, first_ordinal)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(edn_fast, "read_op_maps", lambda lines: None)
+        patch.setattr(edn_fast, "read_jepsen_ops", lambda lines: None)
         without = _ops(raw, first_ordinal)
     assert with_fast == without
+
+
+@settings(max_examples=100)
+@given(_RUNS)
+def test_jepsen_ops_are_the_usual_ops_of_the_op_maps(lines: list[str]) -> None:
+    raw = [line.encode() for line in lines]
+    ops = edn_fast.read_jepsen_ops(raw)
+    maps = edn_fast.read_op_maps(raw)
+    if ops is not None:
+        assert maps is not None
+        usual = [distributed.usual_op(m) for m in maps]
+        assert repr(ops) == repr(usual)  # 1, 1.0 and True differ
+        assert all(op[2] is distributed._TYPES[op[2]] for op in ops)  # the type's own name: `is` compares
 
 
 # --- chosen lines ------------------------------------------------------------------------------
@@ -191,6 +205,9 @@ def test_the_fast_reading_gives_the_bench_files_values() -> None:
     maps = edn_fast.read_op_maps([line.encode() for line in lines])
     assert maps is not None
     assert maps == _full_reading(lines)
+    assert edn_fast.read_jepsen_ops([line.encode() for line in lines]) == [
+        distributed.usual_op(m) for m in maps
+    ]
 
 
 def _located(path: Path) -> list[Any] | tuple[str, str]:
