@@ -50,6 +50,7 @@ from spark_checks import readers
 from spark_checks.checking import check_part, model_calls, split_model_calls
 from spark_checks.engine import VerifyOptions, _plan
 from spark_checks.history import CheckResult, pair_calls
+from spec import _compiled
 
 HISTORIES = Path(__file__).resolve().parents[2] / "shared" / "histories" / "porcupine"
 EXPECTED = {"linearizable": "valid", "not-linearizable": "invalid"}
@@ -176,6 +177,8 @@ def main() -> None:
         f"{len(rows)} files ({mismatches} verdicts differ from the manifest), median of {arguments.repeat} "
         f"runs each; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the start"
     )
+    # Compiled with the spec where built (`spec._compiled.ALSO_COMPILED`); KAFKASPEC_NATIVE=0: the source.
+    print(f"linearizability search: {_compiled.describe()}")
     print(
         f"kafkaspec, one process, no workers: median check {median_ms:.3f} ms per file, checks in all "
         f"{sum(checks):.3f} s (CPU: median {statistics.median(cpu) * 1000:.3f} ms, in all {sum(cpu):.3f} s); "

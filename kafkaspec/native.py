@@ -59,7 +59,14 @@ from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from typing import Any
 
-from spec._compiled import BUILD, MANIFEST, compiled_modules, record_source_stats, source_digest
+from spec._compiled import (
+    ALSO_COMPILED,
+    BUILD,
+    MANIFEST,
+    compiled_modules,
+    record_source_stats,
+    source_digest,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "spec"
@@ -514,8 +521,8 @@ def same_length(items: SizedT, first: Sized) -> SizedT:
 
 
 def write_sources(target: Path) -> list[Path]:
-    """Write the transformed copy of `spec/` under `target`; the modules to compile (not the
-    packages' `__init__`)."""
+    """Write the transformed copy of `spec/` under `target`, and `ALSO_COMPILED` (the
+    linearizability search) unchanged; the modules to compile (not the packages' `__init__`)."""
     if target.exists():
         shutil.rmtree(target)
     modules = []
@@ -533,6 +540,14 @@ def write_sources(target: Path) -> list[Path]:
     support.write_text(SUPPORT_SOURCE)
     modules.append(support.relative_to(target))
     (target / "spec" / "py.typed").write_text("")
+    # `ALSO_COMPILED` as they are, with the packages they import from, which mypyc reads for
+    # their types only: it compiles the modules it is given and calls the others as Python.
+    for package in sorted({Path(name).parts[0] for name in ALSO_COMPILED} | {"reference"}):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            destination = target / path.relative_to(ROOT)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            destination.write_text(path.read_text())
+    modules.extend(Path(name) for name in ALSO_COMPILED)
     return modules
 
 

@@ -6,3 +6,29 @@ the local and Spark engines (`engine`; only it, `spark_session` and `spark_read`
 data-source reading the engine will move to, import pyspark) and the reports (`report`).
 `kafkaspec verify` is its command.
 """
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from importlib.machinery import ModuleSpec
+from types import ModuleType
+
+
+class _CompiledSearch:
+    """Imports the linearizability search compiled when the build of `make native` matches the
+    source (`spec._compiled.ALSO_COMPILED`), asking the spec's loader only then: `--help` and
+    what never checks a history do not pay for its look at the build."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if fullname != "spark_checks.linearizability":
+            return None
+        from spec import _compiled  # `import spec` installs its finder when the build is current
+
+        finders = [finder for finder in sys.meta_path if isinstance(finder, _compiled.CompiledFinder)]
+        return finders[0].find_spec(fullname, path, target) if finders else None
+
+
+sys.meta_path.insert(0, _CompiledSearch())

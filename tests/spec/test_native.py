@@ -11,6 +11,7 @@ import importlib
 import json
 import os
 import pickle
+import re
 import subprocess
 import sys
 import time
@@ -520,3 +521,53 @@ def test_docs_with_the_compiled_spec_builds_in_a_process_that_runs_the_source(tm
     assert said == ["checking 1 scenarios for their pages", "rendering the pages from the interpreted spec"]
     findings = cache.get(scenario)
     assert findings is not None and findings.complete  # checked here, then handed over
+
+
+_PORCUPINE = Path(__file__).resolve().parents[3] / "shared" / "histories" / "porcupine" / "test_data"
+
+
+def _verify_json(environment: dict[str, str], files: list[Path]) -> tuple[str, str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "kafkaspec.cli", "verify", "--json", "--workers", "1", *map(str, files)],
+        capture_output=True,
+        text=True,
+        env=environment,
+        cwd=native.ROOT,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    code = (
+        "import sys, spark_checks.linearizability as search, spec._compiled as c; "
+        "print(search.__file__, c.describe())"
+    )
+    which = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=environment,
+        cwd=native.ROOT,
+        check=True,
+    )
+    # Seconds differ from run to run; everything else is the verdicts and their evidence.
+    return re.sub(r'("[a-z_]*seconds[a-z_]*"): [0-9.e+-]+', r"\1: 0", done.stdout), which.stdout
+
+
+def test_the_compiled_search_gives_the_sources_verdicts_and_evidence():
+    """The linearizability search is compiled in the same build (`spec._compiled.ALSO_COMPILED`):
+    over Porcupine's etcd logs and three kv logs, `verify --json` says exactly what the source
+    says, evidence included."""
+    if _compiled.compiled_modules() is None:
+        pytest.skip("no compiled build of this source (`make native`)")
+    if not _PORCUPINE.is_dir():
+        pytest.skip("Porcupine's logs are not beside the repository")
+    files = sorted((_PORCUPINE / "jepsen").glob("*.log")) + [
+        _PORCUPINE / "kv" / name for name in ("c01-bad.txt", "c01-ok.txt", "c10-ok.txt")
+    ]
+    default = {name: value for name, value in os.environ.items() if name != _compiled.SWITCH}
+    compiled, compiled_which = _verify_json(default, files)
+    source, source_which = _verify_json({**default, _compiled.SWITCH: "0"}, files)
+    assert compiled_which.split()[0].endswith(EXTENSION_SUFFIXES[0]), compiled_which
+    assert source_which.split()[0].endswith("linearizability.py"), source_which
+    assert '"invalid"' in source and '"valid"' in source
+    assert compiled == source
