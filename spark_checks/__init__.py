@@ -25,8 +25,10 @@ class _CompiledSearch:
     ) -> ModuleSpec | None:
         if fullname != "spark_checks.linearizability":
             return None
-        from spec import _compiled  # `import spec` installs its finder when the build is current
-
+        try:
+            from spec import _compiled  # `import spec` installs its finder when the build is current
+        except ImportError:  # the spec not installed beside (a task's copy of spark_checks alone)
+            return None
         finders = [finder for finder in sys.meta_path if isinstance(finder, _compiled.CompiledFinder)]
         return finders[0].find_spec(fullname, path, target) if finders else None
 
