@@ -148,6 +148,9 @@ def _reduce(name: str, fields: list[_Field], indent: str) -> list[str]:
 
 
 HIDDEN_HASH = "_native_hash"
+HASH_WORD = "_native_hash_word"
+"""The hash once computed again, as a machine word (0: not yet) the compiled `tp_hash` slot
+returns without a call (`_hash_slot_reads_the_word`)."""
 _NUMBERS = frozenset({"int", "bool"})
 """Field types mypyc compares in C (`number_aliases` adds the spec's aliases of them)."""
 
@@ -192,11 +195,15 @@ def _methods(
         for item in fields:
             value = item.name if item.init else item.default
             lines.append(f"{indent}    self.{item.name} = {value}  # type: ignore[misc]")
+        # (mypy refuses an attribute outside a slotted dataclass's `__slots__`; mypyc gives it
+        # a place in the object's struct as to any other attribute)
         if hidden_hash:
-            # (mypy refuses an attribute outside a slotted dataclass's `__slots__`; mypyc gives it
-            # a place in the object's struct as to any other attribute)
             lines.append(
                 f"{indent}    self.{HIDDEN_HASH}: int | None = None  # type: ignore[misc, unused-ignore]"
+            )
+        if frozen and (cached_hash or hidden_hash) and "__hash__" not in defined:
+            lines.append(
+                f"{indent}    self.{HASH_WORD}: _native_i64 = 0  # type: ignore[misc, unused-ignore]"
             )
         elif not fields:
             lines.append(f"{indent}    pass")
@@ -257,6 +264,8 @@ def _methods(
             lines.append(f"{indent}        return cached")
             lines.append(f"{indent}    value = hash(({fields_tuple}))")
             lines.append(f"{indent}    self.{kept} = value  # type: ignore[misc, unused-ignore]")
+            if "__init__" not in defined:
+                lines.append(f"{indent}    self.{HASH_WORD} = value  # type: ignore[misc, unused-ignore]")
             lines.append(f"{indent}    return value")
         else:
             lines.append(f"{indent}def __hash__(self) -> int:")
@@ -486,6 +495,7 @@ def transform(source: str, numbers: frozenset[str] = _NUMBERS) -> str:
     imports = "from mypy_extensions import mypyc_attr\n" if needs_attr else ""
     if needs_cast:
         imports += "from typing import Any as _NativeAny, cast as _native_cast\n"
+        imports += "from mypy_extensions import i64 as _native_i64\n"
         imports += "from spec._native_support import KEEP as _native_KEEP\n"
     if "Final" in needs:
         imports += "from typing import Final as _NativeFinal\n"
@@ -708,6 +718,44 @@ def _specialize_replace() -> bool:
     return True
 
 
+def _hash_slot_reads_the_word() -> bool:
+    """Have the `tp_hash` slot of each compiled class with `HASH_WORD` return that word when it is
+    set, without calling the class's `__hash__` (which returns the hash as a Python integer, that
+    the slot would convert): a state's parts are hashed again with every state and memo key that
+    holds them, 30-40 times per transition on the composed models. A word of 0 (not yet
+    computed, or a hash that is 0) goes through `__hash__`. mypyc's slot table is internal
+    (`mypyc.codegen.emitclass.SLOT_DEFS`); without it the build goes on with mypyc's own slot.
+    False then."""
+    try:
+        from mypyc.codegen import emitclass
+        from mypyc.codegen.emit import Emitter
+        from mypyc.ir.class_ir import ClassIR
+        from mypyc.ir.func_ir import FuncIR
+        from mypyc.ir.rtypes import int64_rprimitive
+    except ImportError:
+        return False
+    slot, generate = emitclass.SLOT_DEFS["__hash__"]
+
+    def reading_the_word(cl: ClassIR, fn: FuncIR, emitter: Emitter) -> str:
+        called = generate(cl, fn, emitter)
+        if cl.attributes.get(HASH_WORD) != int64_rprimitive:
+            return called
+        name = f"{called}_word"
+        emitter.emit_line(f"static Py_ssize_t {name}(PyObject *self) {{")
+        word = f"(({cl.struct_name(emitter.names)} *)self)->{emitter.attr(HASH_WORD)}"
+        emitter.emit_line(f"int64_t word = {word};")
+        emitter.emit_line("if (word != 0) return (Py_ssize_t)word;")
+        emitter.emit_line(f"return {called}(self);")
+        emitter.emit_line("}")
+        return name
+
+    table = emitclass.SLOT_DEFS
+    if not isinstance(table, dict):
+        return False
+    table["__hash__"] = (slot, reading_the_word)
+    return True
+
+
 def build(jobs: int) -> dict[str, str]:
     """Compile the spec into `build/native/`; the relative path of each extension module."""
     from mypyc.build import mypycify
@@ -719,6 +767,7 @@ def build(jobs: int) -> dict[str, str]:
     modules = write_sources(source_root)
     _compile_in_parallel(jobs)
     _specialize_replace()
+    _hash_slot_reads_the_word()
     previous = Path.cwd()
     os.chdir(source_root)  # mypyc names the modules by their paths from here
     try:
