@@ -19,8 +19,9 @@ operations only (no Python step per token) and parsed by orjson:
 A run of lines that all hold Jepsen's fields in Jepsen's order (`_JEPSEN_LINE`: index, time,
 type, process, f, value) is read together: one regex scan gives the fields, the values make one
 JSON text (for the engines' stages, `read_jepsen_ops` makes their operations' tuples from
-that scan without building a map). Any other run is read line by line: Jepsen's fields by `_JEPSEN_HEADER` and the value
-alone, any other op map whole. Only text that certainly reads the same way both ways is taken:
+that scan without building a map). Any other run is read line by line: Jepsen's fields by
+`_JEPSEN_HEADER` and the value alone, any other op map whole. Only text that certainly reads
+the same way both ways is taken:
 no `\\` and no NUL byte; outside strings only ASCII letters, digits, spaces, commas, brackets
 and `:_?!*<>=/+.-` (so no list, set, tag, `#_`, comment, character, `^`); no digit followed by
 `.`, `e` or `E` (decimals); no 19 digits in a row (orjson reads long integers as floats); no
