@@ -346,17 +346,23 @@ print(json.dumps([spec.checker.__file__, _compiled.describe()]))
 """
 
 
-def _which(environment: dict[str, str]) -> list[str]:
-    done = subprocess.run(
-        [sys.executable, "-c", _WHICH],
+def _python(
+    arguments: list[str], environment: dict[str, str], check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """This interpreter run in the repository with `arguments` and `environment`, its output kept."""
+    return subprocess.run(
+        [sys.executable, *arguments],
         capture_output=True,
         text=True,
         env=environment,
         cwd=native.ROOT,
-        check=True,
-        timeout=60,
+        check=check,
+        timeout=300,
     )
-    found: list[str] = json.loads(done.stdout)
+
+
+def _which(environment: dict[str, str]) -> list[str]:
+    found: list[str] = json.loads(_python(["-c", _WHICH], environment).stdout)
     return found
 
 
@@ -528,28 +534,14 @@ _PORCUPINE = Path(__file__).resolve().parents[3] / "shared" / "histories" / "por
 
 
 def _verify_json(environment: dict[str, str], files: list[Path]) -> tuple[str, str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "kafkaspec.cli", "verify", "--json", "--workers", "1", *map(str, files)],
-        capture_output=True,
-        text=True,
-        env=environment,
-        cwd=native.ROOT,
-        check=False,
-        timeout=300,
-    )
+    arguments = ["-m", "kafkaspec.cli", "verify", "--json", "--workers", "1", *map(str, files)]
+    done = _python(arguments, environment, check=False)
     assert done.returncode in (0, 1), done.stderr[-2000:]
     code = (
         "import sys, spark_checks.linearizability as search, spec._compiled as c; "
         "print(search.__file__, c.describe())"
     )
-    which = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env=environment,
-        cwd=native.ROOT,
-        check=True,
-    )
+    which = _python(["-c", code], environment)
     # Seconds differ from run to run; everything else is the verdicts and their evidence.
     return re.sub(r'("[a-z_]*seconds[a-z_]*"): [0-9.e+-]+', r"\1: 0", done.stdout), which.stdout
 
