@@ -1723,11 +1723,17 @@ def facts_fields(
 
 
 def call_facts_fields(call: Call) -> list[Any]:
-    """`facts_fields` of a data call."""
-    times = call.invoke_time, call.complete_time
-    offsets = _max_offsets(call)
+    """`facts_fields` of a data call: its `call_facts`, as stage 1 ships them."""
+    facts = call_facts(call)
+    times = facts.invoke_time, facts.complete_time
     return facts_fields(
-        call.process, call.f, call.outcome.value, call.invoke_index, call.complete_index, times, offsets
+        facts.process,
+        facts.f,
+        facts.outcome.value,
+        facts.invoke_index,
+        facts.complete_index,
+        times,
+        facts.offsets,
     )
 
 
