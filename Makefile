@@ -23,14 +23,16 @@ $(STAMP): pyproject.toml
 			"$(VENV)/native-build.log): the interpreted source runs, 2.5-3x slower"
 	@touch $(STAMP)
 
-## The compiled spec (kafkaspec/native.py, spec/_compiled.py), rebuilt: after an edit to spec/
-## the source runs until then (a stale build is never used). Installing builds it once. When
-## only spec/ is newer, --if-stale keeps a build whose source is unchanged (files touched by
-## git, say) and records their new stats, so that `import spec` checks the build cheaply again.
+## The compiled spec (kafkaspec/native.py, spec/_compiled.py; with it the spark_checks modules
+## in spec._compiled.ALSO_COMPILED), rebuilt: after an edit to them the source runs until then
+## (a stale build is never used). Installing builds it once. When only sources are newer,
+## --if-stale keeps a build whose compiled source is unchanged (files touched by git, or a
+## spark_checks module that is not compiled) and records their new stats, so that `import spec`
+## checks the build cheaply again.
 NATIVE := build/native/manifest.json
 native: $(NATIVE)
 
-$(NATIVE): kafkaspec/native.py $(shell find spec -name '*.py') | $(STAMP)
+$(NATIVE): kafkaspec/native.py $(shell find spec spark_checks -name '*.py') | $(STAMP)
 	$(BIN)/python -m kafkaspec.native $(if $(filter kafkaspec/native.py,$?),,--if-stale)
 
 ## The main job: model-check every named scenario against its expected outcome, then build
