@@ -501,10 +501,14 @@ def plain_sends(value: JsonValue) -> list[Key] | None:
     return sorted(keys)
 
 
-def plain_poll(value: JsonValue) -> dict[str, Any] | None:
-    """The map of a call whose analysed value is one poll of string keys and lists of pairs
-    (the other common call), from which `split_call` takes its keys: empty when it polled
-    nothing; None for any other shape (`split_call` then finds the keys the long way)."""
+_FIRST: Final = operator.itemgetter(0)
+
+
+def plain_poll_offsets(value: JsonValue) -> dict[str, int] | None:
+    """The keys of a call whose analysed value is one poll of string keys and lists of pairs
+    with int offsets (the other common call), each with the greatest offset it polled (-1 for
+    none): `split_call`'s keys and `_max_offsets` in one pass, in C where it can. Empty when it
+    polled nothing; None for any other shape (the long way then finds either)."""
     if not value:
         return {}  # `_parse` reads nothing from an empty value
     if value.__class__ is not list or len(value) != 1:
@@ -517,10 +521,16 @@ def plain_poll(value: JsonValue) -> dict[str, Any] | None:
         return {}
     if polled.__class__ is not dict:
         return None
-    for k, v in polled.items():
-        if k.__class__ is not str or v.__class__ is not list:
-            return None
-    return polled
+    out: dict[str, int] = {}
+    try:
+        for key, pairs in polled.items():
+            if key.__class__ is not str or pairs.__class__ is not list:
+                return None
+            best = max(map(_FIRST, pairs)) if pairs else -1
+            out[key] = best if best > -1 else -1
+    except (TypeError, IndexError, KeyError):
+        return None  # a null offset, or a malformed pair: the long way says which
+    return out
 
 
 def restrict_each(value: JsonValue, keys: list[Key]) -> dict[Key, JsonValue]:
@@ -1763,7 +1773,12 @@ def _max_offsets(call: Call) -> dict[Key, int]:
     if call.outcome is _FAIL or call.f not in DATA_FUNCTIONS:
         return {}
     fast = plain_max_offsets(call.f, analysed_value(call))
-    return fast if fast is not None else _parsed_max_offsets(call)
+    if fast is not None:
+        return fast
+    try:
+        return _parsed_max_offsets(call)
+    except (TypeError, IndexError, KeyError) as error:  # a pair that is empty or no list: as `_collect` says
+        raise _malformed(call, f"expected [offset, value] pairs: {error}") from None
 
 
 def _parsed_max_offsets(call: Call) -> dict[Key, int]:
@@ -1806,14 +1821,11 @@ def _parsed_max_offsets(call: Call) -> dict[Key, int]:
     return polled
 
 
-_FIRST: Final = operator.itemgetter(0)
-
-
 def plain_max_offsets(f: str, value: JsonValue) -> dict[Key, int] | None:
     """`_max_offsets` of a data call `f` that did not fail, of analysed value `value`, when it
-    is one plain poll (string keys, int offsets), one send (with an offset, or without:
-    nothing shown) or sends that all have offsets, the commonest calls, in C where it can;
-    None for any other shape."""
+    is one plain poll (`plain_poll_offsets`), one send (with an offset, or without: nothing
+    shown) or sends that all have offsets, the commonest calls, in C where it can; None for
+    any other shape."""
     if value.__class__ is not list or len(value) != 1:
         return _sends_max_offsets(f, value)
     mop = value[0]
@@ -1821,21 +1833,7 @@ def plain_max_offsets(f: str, value: JsonValue) -> dict[Key, int] | None:
         return None
     name = mop[0]
     if name in _POLL and f != "send":
-        polled = mop[1] if len(mop) > 1 else None
-        if not polled:
-            return {}
-        if polled.__class__ is not dict:
-            return None
-        out: dict[Key, int] = {}
-        try:
-            for key, pairs in polled.items():
-                if key.__class__ is not str:
-                    return None
-                best = max(map(_FIRST, pairs)) if pairs else -1
-                out[key] = best if best > -1 else -1
-        except TypeError:
-            return None  # a null offset: the long way
-        return out
+        return plain_poll_offsets(value)
     if name in _SEND and f != "poll" and len(mop) == 3:
         sent = mop[2]
         if sent.__class__ is list and len(sent) == 2 and sent[0].__class__ is int:

@@ -617,6 +617,21 @@ def test_malformed_micro_operation_is_a_history_error() -> None:
         check(b)
 
 
+@pytest.mark.parametrize("pairs", [[[]], [[0, 1], 7], [{"offset": 0}]])
+def test_a_malformed_pair_is_a_history_error_in_a_calls_facts(pairs: list[Any]) -> None:
+    # The whole-history part's facts (`call_facts`, made in stage 1) read each pair's offset:
+    # an empty pair was an IndexError there, a crash, before any check named the call.
+    from spark_checks.kafka_checker import call_facts, plain_poll_offsets
+
+    b = KafkaHistoryBuilder()
+    b.invoke(0, "poll", [["poll"]])
+    b.complete(0, "ok", [["poll", {"x": pairs}]])
+    (call,) = b.calls()
+    assert plain_poll_offsets(call.output) is None  # the long way, which names the call
+    with pytest.raises(HistoryError, match=r"index 1\): expected \[offset, value\] pairs"):
+        call_facts(call)
+
+
 def test_split_call_and_partition_key() -> None:
     b = KafkaHistoryBuilder()
     b.assign(1, ["x", "y"])
