@@ -4,7 +4,7 @@
 Usage: python -m bench.verify_scale [--sizes 100000,1000000,10000000] [--formats jsonl,edn,parquet]
                                     [--shapes bench,jepsen] [--jepsen-max 1000000] [--keys N]
                                     [--scaling | --no-scaling] [--floor-runs 2] [--local-max 1000000]
-                                    [--folder DIR] [--master URL]
+                                    [--folder DIR] [--master URL] [--timeline]
 
 What it measures, for each history shape, size (operations: invocations + completions) and
 format, in one SparkSession:
@@ -27,7 +27,14 @@ format, in one SparkSession:
   `--floor-runs`), and the ratio `spark verify / floor` (issue target: <= 4);
 * `local ops/s`: the local engine's operations per second (sizes up to `--local-max`);
 * scaling (`--scaling`, the default): the largest JSON Lines history of the bench's shape
-  verified again on `local[1]` and on `local[2]` (a session each), and the speed-up (target >= 1.8).
+  verified again on `local[1]` and on `local[2]` (a session each), and the speed-up (target >= 1.8);
+* the job's shape in time (`--timeline`): each verification's Spark stages from Spark's own
+  event log (`spark.eventLog.enabled`, written to a temporary folder): when each ran, its
+  tasks, their summed and longest time, the JVM CPU seconds of its tasks' threads (`Executor
+  CPU Time`: reading, Arrow conversion, shuffles; not the Python workers'), the bytes it
+  shuffled, and how many tasks ran at each moment (`busy`: a digit per twentieth of the
+  run), so an idle core, a straggler or a serial tail shows (stage 2's first task is the
+  whole-history part, one task whatever the size).
 
 History shapes. `bench`: the generator's defaults over 1,000 keys (polls of a few records).
 `jepsen`: shaped like Jepsen's Kafka workload over 64 keys, 20 processes (10 producers, 10
@@ -48,8 +55,10 @@ wall times are only as good as the load allows, the CPU seconds much better.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -256,6 +265,77 @@ def fastest(runs: int, action: Callable[[], T]) -> tuple[float, T]:
     return best
 
 
+def timeline_conf(folder: Path) -> dict[str, str]:
+    """Spark settings that write its event log, plain JSON lines, into `folder`."""
+    return {
+        "spark.eventLog.enabled": "true",
+        "spark.eventLog.dir": folder.resolve().as_uri(),
+        "spark.eventLog.compress": "false",
+        "spark.eventLog.rolling.enabled": "false",
+    }
+
+
+def spark_events(folder: Path) -> list[dict[str, Any]]:
+    """The events Spark logged so far under `folder` (it flushes at each stage's end)."""
+    events: list[dict[str, Any]] = []
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and not path.name.startswith("appstatus"):
+            with path.open(encoding="utf-8") as lines:
+                events.extend(json.loads(line) for line in lines if line.strip())
+    return events
+
+
+TIMELINE_COLUMNS = 20
+
+
+def _call_site(stage_name: str) -> str:
+    """`collect at /path/spark_checks/engine.py:608` -> `collect at engine.py:608`."""
+    action, _, where = stage_name.partition(" at ")
+    return f"{action} at {os.path.basename(where)}" if where else action
+
+
+def stage_timeline(events: list[dict[str, Any]], started: float, ended: float) -> list[str]:
+    """What Spark ran between `started` and `ended` (epoch seconds), a line per stage, and a
+    line of how many tasks ran in each twentieth of that time (see the module docstring)."""
+    begin, end = started * 1000, ended * 1000
+    stages: dict[tuple[int, int], dict[str, Any]] = {}
+    tasks: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    for event in events:
+        if event["Event"] == "SparkListenerStageCompleted":
+            info = event["Stage Info"]
+            if begin <= info.get("Submission Time", 0) <= end:
+                stages[(info["Stage ID"], info["Stage Attempt ID"])] = info
+        elif event["Event"] == "SparkListenerTaskEnd":
+            tasks.setdefault((event["Stage ID"], event["Stage Attempt ID"]), []).append(event)
+    lines, spans = [], []
+    for key, info in sorted(stages.items(), key=lambda item: item[1]["Submission Time"]):
+        ran = [
+            (task["Task Info"]["Launch Time"], task["Task Info"]["Finish Time"])
+            for task in tasks.get(key, [])
+        ]
+        spans.extend(ran)
+        metrics = [task["Task Metrics"] for task in tasks.get(key, []) if task.get("Task Metrics")]
+        jvm = sum(metric["Executor CPU Time"] for metric in metrics) / 1e9
+        shuffled = sum(metric["Shuffle Write Metrics"]["Shuffle Bytes Written"] for metric in metrics) / 1e6
+        longest = max((finish - launch for launch, finish in ran), default=0) / 1000
+        in_tasks = sum(finish - launch for launch, finish in ran) / 1000
+        lines.append(
+            f"    stage {info['Stage ID']:>4} {(info['Submission Time'] - begin) / 1000:6.1f}-"
+            f"{(info['Completion Time'] - begin) / 1000:6.1f} s: {len(ran):>4} tasks, "
+            f"{in_tasks:7.1f} s in tasks (longest {longest:.1f}), "
+            f"JVM {jvm:5.1f} CPU-s, shuffled {shuffled:6.1f} MB; {_call_site(info['Stage Name'])}"
+        )
+    step = (end - begin) / TIMELINE_COLUMNS
+    busy = [
+        sum(1 for launch, finish in spans if launch <= begin + (column + 0.5) * step < finish)
+        for column in range(TIMELINE_COLUMNS)
+    ]
+    lines.append(
+        f"    busy (tasks running, a digit per {step / 1000:.1f} s): {''.join(str(min(n, 9)) for n in busy)}"
+    )
+    return lines
+
+
 # ---------------------------------------------------------------------------------------
 # Histories
 # ---------------------------------------------------------------------------------------
@@ -357,6 +437,7 @@ def main() -> None:
     parser.add_argument("--local-max", type=int, default=1_000_000)
     parser.add_argument("--folder", type=Path, default=Path("/tmp/kafkaspec-bench"))
     parser.add_argument("--master", default=None)
+    parser.add_argument("--timeline", action="store_true", help="each verification's Spark stages in time")
     arguments = parser.parse_args()
     sizes = [int(size) for size in arguments.sizes.split(",")]
     formats = [fmt for fmt in arguments.formats.split(",") if fmt]
@@ -383,12 +464,16 @@ def main() -> None:
     wall_started, cpu_started = time.perf_counter(), tree_cpu_seconds()
 
     largest = max((path.stat().st_size for path in files.values()), default=0)
-    spark = spark_session(arguments.master, history_bytes=largest)
+    events = Path(tempfile.mkdtemp(prefix="kafkaspec-events-")) if arguments.timeline else None
+    conf = timeline_conf(events) if events is not None else None
+    spark = spark_session(arguments.master, history_bytes=largest, conf=conf)
     warm_up(spark, arguments.folder)
     rows = []
     for shape, size, fmt in runs:
         path = files[(shape, size, fmt)]
+        started = time.time()
         measured = verify_on(spark, path)
+        ended = time.time()
         floor = (
             fastest(arguments.floor_runs, partial(parse_and_count, spark, path))[0]
             if fmt == "jsonl"
@@ -400,6 +485,8 @@ def main() -> None:
             f"  {shape} {fmt} {size:,}: {measured.wall:.1f} s, {measured.cpu:.1f} CPU-s ({split}; {load()})",
             flush=True,
         )
+        if events is not None:
+            print("\n".join(stage_timeline(spark_events(events), started, ended)), flush=True)
 
     scaling: dict[str, Measured] = {}
     scaled = max((size for shape, size, fmt in runs if shape == "bench" and fmt == "jsonl"), default=None)
@@ -407,11 +494,20 @@ def main() -> None:
         spark.stop()
         path = files[("bench", scaled, "jsonl")]
         for master in ("local[1]", "local[2]"):
-            spark = spark_session(master, history_bytes=largest)
+            spark = spark_session(master, history_bytes=largest, conf=conf)
             warm_up(spark, arguments.folder)
+            started = time.time()
             scaling[master] = verify_on(spark, path)
+            ended = time.time()
             spark.stop()
-            print(f"  {master} jsonl {scaled:,}: {scaling[master].wall:.1f} s ({load()})", flush=True)
+            kinds = ", ".join(f"{kind} {seconds:.1f}" for kind, seconds in scaling[master].cpu_kinds.items())
+            print(
+                f"  {master} jsonl {scaled:,}: {scaling[master].wall:.1f} s, "
+                f"{scaling[master].cpu:.1f} CPU-s ({kinds}; {load()})",
+                flush=True,
+            )
+            if events is not None:
+                print("\n".join(stage_timeline(spark_events(events), started, ended)), flush=True)
     else:
         spark.stop()
 

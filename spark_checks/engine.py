@@ -84,9 +84,20 @@ RANGE_BYTES = 16 * 1024 * 1024
 (`spark.sql.files.maxPartitionBytes` while the engine runs): small enough that every core
 stays busy, large enough that per-task costs do not matter."""
 
-TARGET_BYTES = 128 * 1024 * 1024
-"""Stage 2 has a task per this many bytes of history (at least one per core): a task holds
-its parts' pieces encoded (a fraction of the history's size), decoding one part at a time."""
+BUCKET_OPERATIONS = 1_000_000
+"""Stage 2 has a task per this many operations (about 128 MB of JSON Lines, 27 MB of Parquet):
+a task holds its parts' pieces encoded (a fraction of the history's size), decoding one part
+at a time. Counted in operations, not bytes, so a Parquet history is not checked by a
+seventh as many tasks as the same history in JSON Lines."""
+
+BUCKETS_PER_CORE = 2
+"""And at least this many tasks per core: the whole-history part runs alone in one while the
+keys' parts share the others. With one per core, a 10^6-operation Jepsen-shaped history left
+its 64 keys (15.0 CPU-s of checks, the whole part 3.1) to one task, the other core idle for
+most of the stage: its busier core 15.0 CPU-s, 9.5 with two per core, 10.1 with three (the
+parts' measured check times in Spark's hash buckets, run in bucket order on two cores; the
+least possible is 9.0). The bench's shape (the whole part 7.9, the keys 6.4) is bound by the
+whole part either way."""
 
 
 @dataclass(frozen=True)
@@ -549,8 +560,8 @@ def verify_spark(
     """`distributed`'s stages on Spark (`spark_read`'s frames): stage 1 and border pairing,
     persisted, their counts and errors collected (read again with each split's first line
     and ordinal when an operation has no index, or whole by one task when EDN op maps span
-    lines); then stage 2, a bucket of parts per `TARGET_BYTES` of history (at least one per
-    core). Only counts, errors and answers reach the driver."""
+    lines); then stage 2, a bucket of parts per `BUCKET_OPERATIONS` (`BUCKETS_PER_CORE` at
+    least). Only counts, errors and answers reach the driver."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as sql
 
@@ -591,8 +602,7 @@ def verify_spark(
                 exact = whole or ordinals or fmt == "parquet"  # lines (rows) are the file's already
                 _raise_input_error(found, source, fmt, plan, history, None if exact else starts)
                 facts.operations, facts.calls = found.operations, found.calls
-                splits = stage1.rdd.getNumPartitions()
-                buckets = max(cores, math.ceil(splits * range_bytes / TARGET_BYTES))
+                buckets = max(BUCKETS_PER_CORE * cores, math.ceil(found.operations / BUCKET_OPERATIONS))
                 return rows.where(sql.col("kind") == distributed.CALLS), buckets, plan
 
     def job(
