@@ -26,7 +26,8 @@ the distinct states per second of
   actions) must be identical, or the bench stops.
 
 Every run starts with every `functools.lru_cache` in the process emptied (the spec memoizes
-pure helpers), so no run profits from another's warm caches.
+pure helpers), and the compiled spec's memos of the same helpers, so no run profits from another's
+warm caches.
 
 `--floor` first checks a model that does nothing but what every spec action does at least
 once: copy one frozen part (one counter of four bumped), build the new state around it, and
@@ -80,10 +81,14 @@ TINY_SECONDS = 0.05
 
 
 def clear_caches() -> None:
-    """Empty every functools.lru_cache in the process (the spec's `@memoized` helpers)."""
+    """Empty every functools.lru_cache in the process (the spec's `@memoized` helpers), and the
+    compiled spec's memos of them (`kafkaspec.native`) when it runs."""
     for item in gc.get_objects():
         if isinstance(item, functools._lru_cache_wrapper):
             item.cache_clear()
+    compiled_memos = sys.modules.get("spec._native_support")
+    if compiled_memos is not None:
+        compiled_memos.clear_memos()
 
 
 BASELINE_SERVER = """

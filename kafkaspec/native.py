@@ -20,7 +20,12 @@ object that is no field), and hands it over as the object it keeps. The copy als
   keyword-only parameter per field: where mypy knows the class of the object a `replace`
   call copies, mypyc calls it directly (`_specialize_replace`), with no dictionary of
   changes, and `replace` uses it for the other calls;
-* two rewrites of expressions mypyc compiles slowly (`_rewrite_expressions`):
+* each module-level `@memoized` function as a lookup in a dictionary of its module in front
+  of the function (`_memo_edits`): `lru_cache` called from compiled code is a generic call
+  that packs the arguments twice; the memos are emptied together by
+  `spec._native_support.clear_memos`, as `bench.model_check` empties the `lru_cache`s;
+* three rewrites of expressions mypyc compiles slowly (`_rewrite_expressions`): a tuple
+  with one item replaced (`(*items[:i], value, *items[i + 1 :])`) built by one copy,
   `zip(a, b, strict=True)` in a plain `zip` mypyc turns into an indexed loop, with the lengths
   checked (`spec._native_support`, a module of the copy alone), and module constants marked
   `Final` (inlined or kept in a C static instead of looked up in the module's dictionary);
@@ -305,9 +310,51 @@ def _simple(node: ast.expr) -> bool:
     return isinstance(node, ast.Name)
 
 
+def _replaced_item(node: ast.AST) -> tuple[ast.expr, ast.expr, ast.expr] | None:
+    """(`items`, `index`, `value`) of a tuple display `(*items[:index], value, *items[index + 1 :])`
+    (the tuple `items` with one item replaced), where `items` and `index` read the same when read
+    twice and `value` holds no display of its own to rewrite; None for any other node."""
+    if not isinstance(node, ast.Tuple) or len(node.elts) != 3:
+        return None
+    before, value, after = node.elts
+    if not (
+        isinstance(before, ast.Starred)
+        and isinstance(after, ast.Starred)
+        and isinstance(before.value, ast.Subscript)
+        and isinstance(after.value, ast.Subscript)
+        and isinstance(head := before.value.slice, ast.Slice)
+        and isinstance(tail := after.value.slice, ast.Slice)
+    ):
+        return None
+    items, index = before.value.value, head.upper
+    if (
+        head.lower is not None
+        or head.step is not None
+        or index is None
+        or not _simple(items)
+        or not _simple(index)
+        or ast.dump(after.value.value) != ast.dump(items)
+        or tail.upper is not None
+        or tail.step is not None
+        or not isinstance(tail.lower, ast.BinOp)
+        or not isinstance(tail.lower.op, ast.Add)
+        or ast.dump(tail.lower.left) != ast.dump(index)
+        or not (isinstance(tail.lower.right, ast.Constant) and tail.lower.right.value == 1)
+        or any(isinstance(part, ast.Starred | ast.Tuple) for part in ast.walk(value))
+    ):
+        return None
+    return items, index, value
+
+
 def _rewrite_expressions(source: str) -> tuple[str, set[str]]:
-    """Two rewrites mypyc compiles much faster, with the same meaning; the names of
+    """Three rewrites mypyc compiles much faster, with the same meaning; the names of
     `spec._native_support` the module then needs.
+
+    * `(*items[:index], value, *items[index + 1 :])`, the spec's way of replacing one item of a
+      tuple: mypyc builds it through a list, extended by two slices, then copied into a tuple
+      (callgrind, zk-zombie-controller-fenced: 1,100 instructions a call, 411,000 calls);
+      `with_item(items, index, value)` copies the tuple into a list once, sets the item and
+      makes the tuple (the display's own way for an index outside the tuple): about 550;
 
     * `zip(a, b, strict=True)`: mypyc compiles a loop over `zip(a, b)` into an indexed loop,
       but a call with a keyword into a generic call of the builtin, which parses `strict` from
@@ -356,6 +403,18 @@ def _rewrite_expressions(source: str) -> tuple[str, set[str]]:
                 )
             )
             needs.add("same_length")
+        replaced = _replaced_item(node)
+        if replaced is not None and isinstance(node, ast.Tuple):
+            items, index, value = (text(part) for part in replaced)
+            assert node.end_lineno is not None and node.end_col_offset is not None
+            edits.append(
+                (
+                    offset(node.lineno, node.col_offset),
+                    offset(node.end_lineno, node.end_col_offset),
+                    f"_native_with_item({items}, {index}, {value})",
+                )
+            )
+            needs.add("with_item")
     bound: dict[str, int] = {}
     for statement in tree.body:
         targets: list[ast.expr] = []
@@ -428,6 +487,83 @@ def _spelled_out(cls: ast.ClassDef, fields: list[_Field], options: Mapping[str |
     )
 
 
+MEMO = "_native_memo_"
+UNCACHED = "_native_uncached_"
+
+
+def _memo_edits(tree: ast.Module, lines: list[str]) -> list[tuple[int, int, list[str]]]:
+    """Each module-level `@memoized` function (`spec._frozen.memoized`, an `lru_cache`) as a
+    compiled memo: the function under another name (`UNCACHED`), and under its own name a
+    function with the same signature that looks its arguments up in a dictionary of the module
+    (`MEMO`, made by `spec._native_support.new_memo`, emptied by `clear_memos`) and calls it
+    when they are not there. The same results, and equal arguments give the same object, as
+    with `lru_cache`; but a call from compiled code is a C call, the key is the argument itself
+    (one argument) or a tuple of them, and a hit touches no linked list. `lru_cache` called
+    from compiled code takes a generic call, with the arguments packed into a tuple and then
+    into a key (callgrind, consumer-two-revocation-rounds: about 2,000 instructions per hit,
+    75,000 calls). Measured with the `with_item` rewrite (callgrind, the check alone, against the
+    build before both): consumer-two-revocation-rounds 691 -> 643 M instructions,
+    zk-zombie-controller-fenced 4,650 -> 4,378 M. A full memo is emptied
+    (`spec._native_support.remember`) where `lru_cache` drops its least recently used entry:
+    the same bound, `spec._frozen.MEMO_SIZE`. Functions with `*args` or `**kwargs` keep
+    `lru_cache`. (first line, lines replaced, new lines), 0-based."""
+    edits: list[tuple[int, int, list[str]]] = []
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        memo = [item for item in node.decorator_list if isinstance(item, ast.Name) and item.id == "memoized"]
+        arguments = node.args
+        if len(memo) != 1 or len(node.decorator_list) != 1 or arguments.vararg or arguments.kwarg:
+            continue
+        if node.returns is None:
+            continue
+        name = node.name
+        positional = [item.arg for item in (*arguments.posonlyargs, *arguments.args)]
+        keywords = [item.arg for item in arguments.kwonlyargs]
+        names = positional + keywords
+        if not names:
+            continue
+        key = names[0] if len(names) == 1 else "(" + ", ".join(names) + ",)"
+        call = ", ".join([*positional, *(f"{item}={item}" for item in keywords)])
+        returns = ast.unparse(node.returns)
+        decorator = memo[0]
+        edits.append((decorator.lineno - 1, 1, [""]))
+        line = node.lineno - 1
+        edits.append((line, 1, [lines[line].replace(f"def {name}(", f"def {UNCACHED}{name}(", 1)]))
+        docstring: list[str] = []
+        first = node.body[0]
+        if (
+            isinstance(first, ast.Expr)
+            and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)
+        ):
+            docstring = lines[first.lineno - 1 : first.end_lineno]
+        end = node.end_lineno or node.lineno
+        edits.append(
+            (
+                end,
+                0,
+                [
+                    "",
+                    "",
+                    f"{MEMO}{name}: _NativeFinal = _native_new_memo()",
+                    "",
+                    "",
+                    f"def {name}({ast.unparse(arguments)}) -> {returns}:",
+                    *docstring,
+                    f"    key: object = {key}",
+                    f"    found: _NativeAny = {MEMO}{name}.get(key, _native_MISSING)",
+                    "    if found is not _native_MISSING:",
+                    "        return found  # type: ignore[no-any-return, unused-ignore]",
+                    f"    result = {UNCACHED}{name}({call})",
+                    f"    _native_remember({MEMO}{name}, key, result)",
+                    "    return result",
+                ],
+            )
+        )
+    return edits
+
+
 def transform(source: str, numbers: frozenset[str] = _NUMBERS) -> str:
     """The module `source` with the methods of each `@fast_init` dataclass (and of each plain frozen
     one `_spelled_out` covers) spelled out, the
@@ -439,6 +575,11 @@ def transform(source: str, numbers: frozenset[str] = _NUMBERS) -> str:
     edits: list[tuple[int, int, list[str]]] = []  # (first line, lines replaced, new lines), 0-based
     needs_attr = False
     needs_cast = False
+    memos = _memo_edits(tree, lines)
+    if memos:
+        edits += memos
+        needs_cast = True
+        needs.add("Final")
     for node in ast.walk(tree):
         if not isinstance(node, ast.ClassDef):
             continue
@@ -497,10 +638,17 @@ def transform(source: str, numbers: frozenset[str] = _NUMBERS) -> str:
         imports += "from typing import Any as _NativeAny, cast as _native_cast\n"
         imports += "from mypy_extensions import i64 as _native_i64\n"
         imports += "from spec._native_support import KEEP as _native_KEEP\n"
+    if memos:
+        imports += (
+            "from spec._native_support import MISSING as _native_MISSING, new_memo as _native_new_memo, "
+            "remember as _native_remember\n"
+        )
     if "Final" in needs:
         imports += "from typing import Final as _NativeFinal\n"
     if "same_length" in needs:
         imports += "from spec._native_support import same_length as _native_same_length\n"
+    if "with_item" in needs:
+        imports += "from spec._native_support import with_item as _native_with_item\n"
     if imports:
         future = "from __future__ import annotations\n"
         text = text.replace(future, future + "\n" + imports, 1)
@@ -513,12 +661,48 @@ SUPPORT_SOURCE = '''"""What the compiled copy of the spec uses beside the source
 from __future__ import annotations
 
 from collections.abc import Sized
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
+
+from spec._frozen import MEMO_SIZE
 
 KEEP: Final = object()
 """The default of each parameter of a generated `__replace__`: the field keeps its value."""
 
+MISSING: Final = object()
+"""What a compiled memo answers for arguments it has not seen."""
+
+_MEMOS: Final[list[dict[Any, Any]]] = []
+
+
+def new_memo() -> dict[Any, Any]:
+    """An empty memo for a compiled `@memoized` function, emptied with the others by `clear_memos`."""
+    memo: dict[Any, Any] = {}
+    _MEMOS.append(memo)
+    return memo
+
+
+def remember(memo: dict[Any, Any], key: object, result: object) -> None:
+    """Keep `result` for `key`; a memo that holds `MEMO_SIZE` results is emptied first."""
+    if len(memo) >= MEMO_SIZE:
+        memo.clear()
+    memo[key] = result
+
+
+def clear_memos() -> None:
+    """Empty every compiled memo (what `cache_clear` does for each `lru_cache` of the source)."""
+    for memo in _MEMOS:
+        memo.clear()
+
 SizedT = TypeVar("SizedT", bound=Sized)
+
+
+def with_item(items: tuple[Any, ...], index: int, value: object) -> tuple[Any, ...]:
+    """`(*items[:index], value, *items[index + 1 :])`: `items` with the item at `index` replaced."""
+    if 0 <= index < len(items):
+        changed = list(items)
+        changed[index] = value
+        return tuple(changed)
+    return (*items[:index], value, *items[index + 1 :])
 
 
 def same_length(items: SizedT, first: Sized) -> SizedT:

@@ -564,3 +564,67 @@ def test_the_compiled_search_gives_the_sources_verdicts_and_evidence():
     assert source_which.split()[0].endswith("linearizability.py"), source_which
     assert '"invalid"' in source and '"valid"' in source
     assert compiled == source
+
+
+MEMOIZED = """
+from __future__ import annotations
+
+from spec._frozen import memoized
+
+CALLS: list[tuple[object, ...]] = []
+
+
+@memoized
+def scaled(values: tuple[int, ...], factor: int) -> tuple[int, ...]:
+    \"\"\"Every value times `factor`.\"\"\"
+    CALLS.append((values, factor))
+    return tuple(value * factor for value in values)
+
+
+@memoized  # one argument: the memo's key is the argument itself
+def doubled(values: tuple[int, ...]) -> tuple[int, ...]:
+    CALLS.append((values,))
+    return scaled(values, 2)
+
+
+def replaced(items: tuple[int, ...], index: int, value: int) -> tuple[int, ...]:
+    return (*items[:index], value, *items[index + 1 :])
+
+
+def kept(items: tuple[int, ...], index: int) -> tuple[int, ...]:
+    return (*items[:index], items[index], *items[index + 2 :])
+"""
+
+
+def test_the_copy_memoizes_in_dictionaries_it_can_empty(monkeypatch):
+    """A `@memoized` function of the copy is a lookup in a memo of its module (`new_memo`) in front
+    of the function under another name: called again with equal arguments it answers the same
+    object without calling it, and `clear_memos` empties every memo, as `cache_clear` empties an
+    `lru_cache`. A tuple with one item replaced is built by `with_item`, with the display's
+    meaning for any index; a display of another shape stays as it is."""
+    text = native.transform(MEMOIZED)
+    assert "@memoized" not in text
+    assert "def _native_uncached_scaled(values: tuple[int, ...], factor: int)" in text
+    assert "key: object = (values, factor,)" in text and "key: object = values" in text
+    assert '"""Every value times `factor`."""' in text.split("def scaled(")[1]  # the docstring stays
+    assert "return _native_with_item(items, index, value)" in text
+    assert "return (*items[:index], items[index], *items[index + 2 :])" in text
+    support = type(sys)("spec._native_support")
+    exec(native.SUPPORT_SOURCE, vars(support))
+    monkeypatch.setitem(sys.modules, "spec._native_support", support)
+    namespace: dict[str, Any] = {"__name__": "copy"}
+    exec(compile(text, "copy", "exec"), namespace)
+    calls: list[tuple[object, ...]] = namespace["CALLS"]
+    first = namespace["doubled"]((1, 2))
+    again = namespace["doubled"]((1, 2))
+    assert first == (2, 4) and again is first
+    assert calls == [((1, 2),), ((1, 2), 2)]
+    assert namespace["scaled"]((1, 2), 2) is first  # the inner call's memo
+    support.clear_memos()
+    assert namespace["doubled"]((1, 2)) == first and len(calls) == 4
+    for index in (-4, -1, 0, 1, 2, 3, 7):
+        assert namespace["replaced"]((1, 2, 3), index, 9) == (*(1, 2, 3)[:index], 9, *(1, 2, 3)[index + 1 :])
+    memo = support.new_memo()
+    for number in range(support.MEMO_SIZE + 1):
+        support.remember(memo, number, number)
+    assert memo == {support.MEMO_SIZE: support.MEMO_SIZE}  # emptied when full, as lru_cache is bounded
