@@ -187,7 +187,7 @@ class ControllerContext:
 
     def live_ids(self) -> frozenset[int]:
         """liveOrShuttingDownBrokerIds."""
-        return frozenset(broker for broker, _ in self.live)
+        return _broker_ids(self.live)
 
     def epoch_of(self, broker: int) -> int | None:
         """The broker epoch it knows for `broker`, or None when it considers it dead."""
@@ -195,6 +195,15 @@ class ControllerContext:
             if live_broker == broker:
                 return epoch
         return None
+
+
+@memoized
+def _broker_ids(live: tuple[tuple[int, int], ...]) -> frozenset[int]:
+    """The brokers of (broker, broker epoch) pairs. Memoized: the controller's work and the
+    invariants ask it about the same few lists again and again (callgrind, compiled, the check
+    alone, zk-zombie-controller-fenced: `ControllerContext.live_ids` 189 -> 123 M instructions
+    of 4,400 M)."""
+    return frozenset(broker for broker, _ in live)
 
 
 @cache_hash
