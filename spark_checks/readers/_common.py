@@ -198,7 +198,7 @@ NESTING_MESSAGE: Final = (
 _STRING_TEXT: Final = re.compile(r'"(?:[^"\\]|\\.)*"?', re.DOTALL)
 _STRING_BYTES: Final = re.compile(rb'"(?:[^"\\]|\\.)*"?', re.DOTALL)
 _NOT_BRACKET_TEXT: Final = re.compile(r"[^\[\]{}]+")
-_NOT_BRACKET_BYTES: Final = re.compile(rb"[^\[\]{}]+")
+_NOT_BRACKET_BYTES: Final = bytes(byte for byte in range(256) if byte not in b"[]{}")  # to delete
 _AS_SQUARE: Final = str.maketrans("{}", "[]")
 
 
@@ -213,7 +213,11 @@ def nests_deeper(text: str | bytes, levels: int) -> bool:
     if isinstance(text, bytes):
         if text.count(b"[") + text.count(b"{") <= levels:
             return False
-        brackets = _NOT_BRACKET_BYTES.sub(b"", _STRING_BYTES.sub(b"", text)).decode("ascii")
+        # Without a backslash a string runs from a quote to the next one (or the end): what
+        # `_STRING_BYTES` leaves is every other piece between quotes, cut in C (a 6.8 MB
+        # Jepsen drain poll: 30 times faster than the regular expressions).
+        outside = _STRING_BYTES.sub(b"", text) if b"\\" in text else b"".join(text.split(b'"')[::2])
+        brackets = outside.translate(None, _NOT_BRACKET_BYTES).decode("ascii")
     else:
         if text.count("[") + text.count("{") <= levels:
             return False

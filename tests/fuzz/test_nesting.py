@@ -49,3 +49,11 @@ def test_the_bound_itself():
     wide = "[" + ",".join(["[1]"] * 1000) + "]"  # many brackets, 2 levels
     assert not nests_deeper(wide, MAX_NESTING)
     assert not nests_deeper('["' + "[" * 500 + '"]', MAX_NESTING)  # brackets in a string
+
+
+@settings(max_examples=300)
+@given(st.text(alphabet='[]{}"\\ a1,:', max_size=40), st.integers(0, 6))
+def test_the_quote_split_agrees_with_the_string_pattern(text, levels):
+    """Bytes without a backslash cut strings out by splitting at quotes; `str` text, and bytes
+    with a backslash, by the regular expression. Any text, balanced or not, gets one answer."""
+    assert nests_deeper(text.encode(), levels) == nests_deeper(text, levels)
