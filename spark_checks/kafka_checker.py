@@ -340,7 +340,7 @@ def _parse(call: Call, only: Key | None) -> tuple[Writes | None, Reads | None]:
         # check sees); any other shape goes the long way.
         mop = value[0]
         if mop.__class__ is list and len(mop) > 1 and mop[0].__class__ is str:
-            name = mop[0]
+            name: JsonValue = mop[0]  # not `str`: the loop below reads any micro-operation's
             polled = mop[1]
             if name in _POLL and polled.__class__ is dict and len(polled) == 1:
                 for raw_key, pairs in polled.items():
@@ -366,9 +366,7 @@ def _parse(call: Call, only: Key | None) -> tuple[Writes | None, Reads | None]:
             if name in _SEND:
                 if not want_writes:
                     continue
-                key = mop[1]
-                if key.__class__ is not str:
-                    key = str(key)
+                key = _norm_key(mop[1])
                 if only is not None and key != only:
                     continue
                 sent = mop[2]
@@ -397,9 +395,10 @@ def _parse(call: Call, only: Key | None) -> tuple[Writes | None, Reads | None]:
                     else:
                         reads[key] = listed
             # Other micro-operations are ignored, as Jepsen's op-writes/op-reads do.
-    except (TypeError, ValueError, IndexError, AttributeError, KeyError) as error:
+    except (TypeError, ValueError, IndexError, AttributeError, KeyError):
+        # Python's own words for the error are left out: compiled (mypyc) they differ.
         raise _malformed(
-            call, f"expected [[send, key, value | [offset, value]] | [poll, {{key: [[offset, v]]}}]]: {error}"
+            call, "expected [[send, key, value | [offset, value]] | [poll, {key: [[offset, v]]}]]"
         ) from None
     return writes, reads
 
@@ -643,8 +642,8 @@ def committed_info_calls(calls: Iterable[Call]) -> frozenset[int]:
                     seen = ok_reads.setdefault(key, set())
                     try:
                         seen.update(pair[1] for pair in pairs)
-                    except (TypeError, IndexError, KeyError) as error:  # the pass over calls says it too
-                        raise _malformed(call, f"expected [offset, value] pairs: {error}") from None
+                    except (TypeError, IndexError, KeyError):  # the pass over calls says it too
+                        raise _malformed(call, "expected [offset, value] pairs") from None
         elif call.outcome is _INFO:
             writes, _ = _parse(call, None)
             if writes:
@@ -654,8 +653,8 @@ def committed_info_calls(calls: Iterable[Call]) -> frozenset[int]:
         try:
             if any(v in ok_reads.get(key, ()) for key, sends in writes.items() for _, v in sends):
                 committed.add(call.invoke_index)
-        except TypeError as error:  # an unhashable value
-            raise _malformed(call, f"expected [offset, value] pairs: {error}") from None
+        except TypeError:  # an unhashable value
+            raise _malformed(call, "expected [offset, value] pairs") from None
     return frozenset(committed)
 
 
@@ -745,6 +744,11 @@ class Assignments:
             self.orders.setdefault(call.process, []).append(_order(call))
             self.values.setdefault(call.process, []).append(analysed_value(call))
         self._named: dict[tuple[Process, int], frozenset[str]] = {}
+
+    def __reduce__(self) -> tuple[type[Assignments], tuple[tuple[Call, ...]]]:
+        # Rebuilt from its calls in the local engine's workers: the compiled class (mypyc) has
+        # no `__dict__` or slots for pickle's default.
+        return Assignments, (self.calls,)
 
     def names(self, process: Process, position: int) -> frozenset[str]:
         """The keys one assignment names (as strings), computed once for every key's check."""
@@ -939,8 +943,8 @@ def _collect(
                         seen = sorted({pair[1] for pair in pairs if pair[1] in own}, key=_sort_token)
                         if seen:
                             state.precommitted.append((call, seen))
-        except (TypeError, ValueError) as error:
-            raise _malformed(call, f"expected [offset, value] pairs: {error}") from None
+        except (TypeError, ValueError):
+            raise _malformed(call, "expected [offset, value] pairs") from None
     return out
 
 
@@ -1777,8 +1781,8 @@ def _max_offsets(call: Call) -> dict[Key, int]:
         return fast
     try:
         return _parsed_max_offsets(call)
-    except (TypeError, IndexError, KeyError) as error:  # a pair that is empty or no list: as `_collect` says
-        raise _malformed(call, f"expected [offset, value] pairs: {error}") from None
+    except (TypeError, IndexError, KeyError):  # a pair that is empty or no list: as `_collect` says
+        raise _malformed(call, "expected [offset, value] pairs") from None
 
 
 def _parsed_max_offsets(call: Call) -> dict[Key, int]:
@@ -1786,7 +1790,7 @@ def _parsed_max_offsets(call: Call) -> dict[Key, int]:
     writes, reads = _parse(call, None)
     if not writes or all(offset is not None for sends in writes.values() for offset, _ in sends):
         # The common shapes, from the parsed call: no send without an offset to restart on.
-        out: dict[Key, int] = {}
+        out: dict[Key, Any] = {}  # offsets as sent: in a malformed send, any JSON value
         for key, pairs in (reads or {}).items():
             best = -1
             for pair in pairs:
@@ -1795,8 +1799,8 @@ def _parsed_max_offsets(call: Call) -> dict[Key, int]:
                     best = offset
             out[key] = best
         for key, sends in (writes or {}).items():
-            best = max(offset for offset, _ in sends)
-            out[key] = best if key not in out else max(out[key], best)
+            highest = max(offset for offset, _ in sends)  # any JSON value in a malformed send
+            out[key] = highest if key not in out else max(out[key], highest)
         return out
     value = analysed_value(call)
     polled: dict[Key, int] = {}
@@ -1898,7 +1902,7 @@ def realtime_lags(calls: Iterable[Call]) -> list[Record] | None:
     return lags
 
 
-def _expired_times(ordered: Sequence[Call | CallFacts], maxes: list[dict[Key, int]]) -> dict[Key, list[int]]:
+def _expired_times(ordered: Sequence[Call | CallFacts], maxes: list[dict[Key, Any]]) -> dict[Key, list[int]]:
     """Per key, the completion time of the first call (in completion order) that showed each
     offset or a higher one to exist (Jepsen's `expired` vectors), at that offset's index: a
     call fills in only offsets above those known, so what is known is always 0..n-1."""
@@ -2263,7 +2267,7 @@ def history_facts(calls: Iterable[Call | CallFacts]) -> HistoryFacts:
     ordered = [call if isinstance(call, CallFacts) else call_facts(call) for call in given]
     ordered.sort(key=_order)
     data = [call for call in ordered if call.f in DATA_FUNCTIONS]
-    last = next((call.invoke_index for call in reversed(data) if call.outcome is _OK), None)
+    last = next((call.invoke_index for call in data[::-1] if call.outcome is _OK), None)
     return HistoryFacts(
         operations,
         seen,
