@@ -70,6 +70,7 @@ from spark_checks.engine import VerifyOptions, verify_history
 from spark_checks.kafka_histories import generate_history
 from spark_checks.readers import open_history, write_edn, write_jsonl, write_parquet
 from spark_checks.spark_session import spark_session
+from spec import _compiled
 
 T = TypeVar("T")
 
@@ -449,6 +450,7 @@ def main() -> None:
         f"{os.cpu_count()} cores, {load()}; engine revision {engine_revision()}; "
         f"histories in {arguments.folder}"
     )
+    print(f"stages (the driver's and Spark's Python workers'): {_compiled.describe()}")
     runs = [
         (shape, size, fmt)
         for shape in shapes

@@ -40,6 +40,10 @@ mypyc keeps only the text signature of a function or class as its docstring; the
 docstrings at run time (an invariant explains a counterexample with its own), so the build
 writes each one back into the generated C before compiling it.
 
+The same build compiles `spec._compiled.ALSO_COMPILED`, the linearizability search and the
+stages of `kafkaspec verify` over a Kafka history, as they are but for the classes mypyc cannot
+keep native (`also_compiled_copy`); `ALSO_COMPILED` says what each gains, measured.
+
 The result goes to `build/native/` with a manifest (a digest of every `spec/**/*.py`), and a
 record of the source files' stats that lets a process check the digest without reading them;
 `spec._compiled` imports it instead of the source, by default, while the digest is the
@@ -655,6 +659,42 @@ def transform(source: str, numbers: frozenset[str] = _NUMBERS) -> str:
     return text
 
 
+def also_compiled_copy(source: str) -> str:
+    """`source` (an `ALSO_COMPILED` module) as mypyc compiles it: each frozen dataclass and each
+    class with a base other than `Exception` or `NamedTuple` marked non-native
+    (`@mypyc_attr(native_class=False)`); nothing else changes. Frozen dataclasses go to worker
+    processes and Spark tasks by pickle, which a native frozen class refuses (no `__dict__`, no
+    `setattr` to restore its fields), and `dataclasses.replace` copies them: as plain Python
+    classes they cost nothing measurable (few, built per part, not per call). mypyc cannot
+    compile a class that subclasses a generic ABC (`Sequence[Call]`) or a built-in exception
+    other than `Exception`. The plain classes stay native: the checks' working state, built and
+    read per call (one that crosses processes says how to rebuild it, `__reduce__`)."""
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    marked = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        frozen = any(
+            isinstance(item, ast.Call)
+            and _decorator_name(item) == "dataclass"
+            and any(
+                keyword.arg == "frozen" and isinstance(keyword.value, ast.Constant) and keyword.value.value
+                for keyword in item.keywords
+            )
+            for item in node.decorator_list
+        )
+        if frozen or {_segment(lines, base) for base in node.bases} - {"Exception", "NamedTuple"}:
+            first = min((item.lineno for item in node.decorator_list), default=node.lineno) - 1
+            marked.append(first)
+            lines[first] = " " * node.col_offset + _NON_NATIVE + "\n" + lines[first]
+    if not marked:
+        return source
+    future = "from __future__ import annotations"
+    lines.insert(lines.index(future) + 1, "from mypy_extensions import mypyc_attr")
+    return "\n".join(lines) + "\n"
+
+
 SUPPORT = "_native_support"
 SUPPORT_SOURCE = '''"""What the compiled copy of the spec uses beside the source (from `kafkaspec.native`)."""
 
@@ -734,13 +774,16 @@ def write_sources(target: Path) -> list[Path]:
     support.write_text(SUPPORT_SOURCE)
     modules.append(support.relative_to(target))
     (target / "spec" / "py.typed").write_text("")
-    # `ALSO_COMPILED` as they are, with the packages they import from, which mypyc reads for
-    # their types only: it compiles the modules it is given and calls the others as Python.
+    # `ALSO_COMPILED` with their classes marked for mypyc (`also_compiled_copy`), with the
+    # packages they import from, which mypyc reads for their types only: it compiles the modules
+    # it is given and calls the others as Python.
     for package in sorted({Path(name).parts[0] for name in ALSO_COMPILED} | {"reference"}):
         for path in sorted((ROOT / package).rglob("*.py")):
-            destination = target / path.relative_to(ROOT)
+            relative = path.relative_to(ROOT)
+            destination = target / relative
             destination.parent.mkdir(parents=True, exist_ok=True)
-            destination.write_text(path.read_text())
+            text = path.read_text()
+            destination.write_text(also_compiled_copy(text) if relative.as_posix() in ALSO_COMPILED else text)
     modules.extend(Path(name) for name in ALSO_COMPILED)
     return modules
 

@@ -14,16 +14,31 @@ from collections.abc import Sequence
 from importlib.machinery import ModuleSpec
 from types import ModuleType
 
+COMPILED: frozenset[str] = frozenset(
+    {
+        "spark_checks.linearizability",
+        "spark_checks.distributed",
+        "spark_checks.kafka_checker",
+        "spark_checks.readers._common",
+        "spark_checks.readers.edn_fast",
+        "spark_checks.readers.parquet",
+    }
+)
+"""The modules of this package the spec's build compiles (`spec._compiled.ALSO_COMPILED`, by
+module name: `tests/spec/test_native.py` holds the two lists equal). Named here so that
+importing any other module of the package never looks at the build."""
 
-class _CompiledSearch:
-    """Imports the linearizability search compiled when the build of `make native` matches the
-    source (`spec._compiled.ALSO_COMPILED`), asking the spec's loader only then: `--help` and
-    what never checks a history do not pay for its look at the build."""
+
+class _CompiledModules:
+    """Imports the `COMPILED` modules compiled when the build of `make native` matches the
+    source, asking the spec's loader only then: `--help` and what never checks a history do not
+    pay for its look at the build. All of them or none: the compiled modules call each other
+    in C, and the spec's finder is either installed or not."""
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
-        if fullname != "spark_checks.linearizability":
+        if fullname not in COMPILED:
             return None
         try:
             from spec import _compiled  # `import spec` installs its finder when the build is current
@@ -33,4 +48,4 @@ class _CompiledSearch:
         return finders[0].find_spec(fullname, path, target) if finders else None
 
 
-sys.meta_path.insert(0, _CompiledSearch())
+sys.meta_path.insert(0, _CompiledModules())

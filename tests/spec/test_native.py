@@ -628,3 +628,299 @@ def test_the_copy_memoizes_in_dictionaries_it_can_empty(monkeypatch):
     for number in range(support.MEMO_SIZE + 1):
         support.remember(memo, number, number)
     assert memo == {support.MEMO_SIZE: support.MEMO_SIZE}  # emptied when full, as lru_cache is bounded
+
+
+# Completions of a send or poll whose value is not what Jepsen's Kafka client writes (what the
+# compiled stages read with annotations a malformed history does not keep): each one goes in a
+# history of its own, among well-formed calls.
+_ODD_VALUES: tuple[tuple[str, Any, Any], ...] = (
+    ("send", [["send", 7, 1]], [["send", 7, [0, 1]]]),
+    ("send", [["send", "x", 1]], [["send", "x", 1]]),
+    ("send", [["send", "x", 1]], [["send", "x", [0, 1, 2]]]),
+    ("send", [["send", "x", 1]], [["send", "x", [0]]]),
+    ("send", [["send", "x", 1]], [["send", "x", [0.5, 1]]]),
+    ("send", [["send", "x", 1]], [["send", "x", [None, 1]]]),
+    ("send", [["send", "x", 1]], [["send", "x", {"0": 1}]]),
+    ("send", [["send", "x", 1]], [["send", "x"]]),
+    ("send", [["send", "x", 1]], [["send"]]),
+    ("send", [["send", "x", 1]], [[]]),
+    ("send", [["send", "x", 1]], ["send", "x", [0, 1]]),
+    ("send", [["send", "x", 1]], "sent"),
+    ("send", [["send", "x", 1]], 5),
+    ("send", [["send", "x", 1]], {"x": 1}),
+    ("send", [["send", ["x"], 1]], [["send", ["x"], [0, 1]]]),
+    ("send", [["send", {"k": 1}, 1]], [["send", {"k": 1}, [0, 1]]]),
+    ("send", [["send", None, 1]], [["send", None, [0, 1]]]),
+    ("send", [["send", True, 1]], [["send", True, [0, 1]]]),
+    ("send", [["send", "x", [1, 2]]], [["send", "x", [0, [1, 2]]]]),
+    ("send", [["send", "x", {"v": 1}]], [["send", "x", [0, {"v": 1}]]]),
+    ("send", [["send", "x", 1], ["send", "y"]], [["send", "x", [0, 1]], ["send", "y"]]),
+    ("send", [["send", "x", 1], ["send", 7, 2]], [["send", "x", [0, 1]], ["send", 7, [0, 2]]]),
+    ("send", [["send", "x", 1], ["poll"]], [["send", "x", [0, 1]], ["poll", {"x": [[0, 1]]}]]),
+    ("poll", [["poll"]], [["poll", {"x": [[0, 1]], "y": [[3, 4]], "z": []}]]),
+    ("poll", [["poll"]], [["poll", {}]]),
+    ("poll", [["poll"]], [["poll"]]),
+    ("poll", [["poll"]], [["poll", None]]),
+    ("poll", [["poll"]], [["poll", {"x": [[0, 1]]}, "extra"]]),
+    ("poll", [["poll"]], [["poll", {"x": "not pairs"}]]),
+    ("poll", [["poll"]], [["poll", {"x": [0, 1]}]]),
+    ("poll", [["poll"]], [["poll", {"x": [[0]]}]]),
+    ("poll", [["poll"]], [["poll", {"x": [[0, 1, 2]]}]]),
+    ("poll", [["poll"]], [["poll", {"x": [[None, 1]]}]]),
+    ("poll", [["poll"]], [["poll", {"x": [[1, 1], [0, 1]]}]]),
+    ("poll", [["poll"]], [["poll", {"x": [[0, [1]]]}]]),
+    ("poll", [["poll"]], [["poll", {"x": None}]]),
+    ("poll", [["poll"]], [["poll", {"x": {"0": 1}}]]),
+    ("poll", [["poll"]], [["poll", [["x", 1]]]]),
+    ("poll", [["poll"]], [[1, 2]]),
+    ("poll", [["poll"]], [[None]]),
+    ("poll", [["poll"]], 5),
+    ("poll", [["poll"]], []),
+    ("poll", [["poll"]], None),
+    ("txn", [["send", "x", 1], ["poll"]], [["send", "x", [0, 1]], ["poll", {"x": "pairs"}]]),
+    ("txn", [["send", "x", 1], ["poll"]], [["send", "x", 1, 2], ["poll", {"y": [[0, 2]]}]]),
+    ("assign", ["x", "y"], ["x", "y"]),
+    ("assign", "x", "x"),
+    ("assign", [["x"]], [["x"]]),
+    ("assign", None, None),
+    ("subscribe", [1, "x"], [1, "x"]),
+)
+"""(function, invocation's value, completion's value)."""
+
+# Lines whose fields have types no Kafka client writes: each replaces a well-formed line.
+_ODD_FIELDS: tuple[dict[str, Any], ...] = (
+    {"index": "3", "process": 1, "type": "ok", "f": "send", "value": [["send", "x", [1, 5]]]},
+    {"index": 3.5, "process": 1, "type": "ok", "f": "send", "value": [["send", "x", [1, 5]]]},
+    {"index": None, "process": 1, "type": "ok", "f": "send", "value": [["send", "x", [1, 5]]]},
+    {"index": 3, "process": [1], "type": "ok", "f": "send", "value": [["send", "x", [1, 5]]]},
+    {"index": 3, "process": {"p": 1}, "type": "ok", "f": "send", "value": [["send", "x", [1, 5]]]},
+    {"index": 3, "process": 1.5, "type": "ok", "f": "send", "value": [["send", "x", [1, 5]]]},
+    {"index": 3, "process": True, "type": "ok", "f": "send", "value": [["send", "x", [1, 5]]]},
+    {"index": 3, "process": 1, "type": 7, "f": "send", "value": [["send", "x", [1, 5]]]},
+    {"index": 3, "process": 1, "type": "bogus", "f": "send", "value": [["send", "x", [1, 5]]]},
+    {"index": 3, "process": 1, "type": "ok", "f": 7, "value": [["send", "x", [1, 5]]]},
+    {"index": 3, "process": 1, "type": "ok", "f": None, "value": [["send", "x", [1, 5]]]},
+    {"index": 3, "process": 1, "type": "ok", "f": "send", "value": [["send", "x", [1, 5]]], "time": "t"},
+    {"index": 3, "process": 1, "type": "ok", "f": "send", "value": [["send", "x", [1, 5]]], "time": 1.5},
+    {"index": 3, "process": 1, "type": "ok", "f": "send", "value": [["send", "x", [1, 5]]], "time": [1]},
+    {"index": 3, "process": 1, "type": "ok", "f": "send", "value": [["send", "x", [1, 5]]], "key": "x"},
+    {"index": 3, "process": 1, "type": "ok", "f": "send"},
+    {"index": 3, "process": 1, "type": "ok"},
+    {"process": 1, "type": "ok", "f": "send", "value": [["send", "x", [1, 5]]]},
+)
+
+
+def _kafka_lines(
+    odd_completion: dict[str, Any] | None = None, odd: tuple[str, Any, Any] | None = None
+) -> list[dict[str, Any]]:
+    """A small Kafka history as JSON lines: sends and polls of x and y, a transaction; with
+    `odd`'s call after the first send, or `odd_completion` in place of the second send's
+    completion (index 3)."""
+    lines: list[dict[str, Any]] = [
+        {"index": 0, "process": 0, "type": "invoke", "f": "send", "value": [["send", "x", 4]], "time": 10},
+        {"index": 1, "process": 0, "type": "ok", "f": "send", "value": [["send", "x", [0, 4]]], "time": 11},
+        {"index": 2, "process": 1, "type": "invoke", "f": "send", "value": [["send", "x", 5]], "time": 12},
+        {"index": 3, "process": 1, "type": "ok", "f": "send", "value": [["send", "x", [1, 5]]], "time": 13},
+    ]
+    if odd_completion is not None:
+        lines[3] = {**odd_completion, **({"time": 13} if "time" not in odd_completion else {})}
+    more: list[dict[str, Any]] = []
+    if odd is not None:
+        f, given, done = odd
+        for kind in ("ok", "info", "fail"):
+            more += [
+                {"process": 3, "type": "invoke", "f": f, "value": given},
+                {"process": 3, "type": kind, "f": f, "value": done},
+            ]
+    more += [
+        {"process": 2, "type": "invoke", "f": "txn", "value": [["send", "y", 6], ["poll"]]},
+        {"process": 2, "type": "ok", "f": "txn", "value": [["send", "y", [0, 6]], ["poll", {"x": [[0, 4]]}]]},
+        {"process": 0, "type": "invoke", "f": "poll", "value": [["poll"]]},
+        {
+            "process": 0,
+            "type": "ok",
+            "f": "poll",
+            "value": [["poll", {"x": [[0, 4], [1, 5]], "y": [[0, 6]]}]],
+        },
+    ]
+    for number, line in enumerate(more, start=len(lines)):
+        lines.append({"index": number, **line, "time": 10 + number})
+    return lines
+
+
+def _kafka_histories(folder: Path) -> list[Path]:
+    """Kafka histories of every shape the compiled stages read: generated (the bench's shape
+    and Jepsen's, with anomalies, as JSON Lines, EDN and Parquet), the peer suites' (Jepsen's
+    own deftests as restated there), Maelstrom's fixtures, and malformed ones."""
+    from bench.verify_scale import JEPSEN_SHAPE
+    from spark_checks.history import Operation, OpType
+    from spark_checks.kafka_histories import generate_history
+    from spark_checks.readers import write_edn, write_jsonl, write_parquet
+    from tests.spark_checks import test_jepsen_parity as parity
+    from tests.spark_checks.test_peer_suites_kafka import PARITY_HISTORIES
+
+    files: list[Path] = []
+    injected = ["lost-write", "duplicate", "poll-skip", "nonmonotonic-poll", "inconsistent-offsets"]
+    for shape, options in (("bench", {}), ("jepsen", JEPSEN_SHAPE)):
+        operations = list(generate_history(600, 8, seed=5, anomalies=injected, **options))
+        for suffix, write in ((".jsonl", write_jsonl), (".edn", write_edn), (".parquet", write_parquet)):
+            files.append(folder / f"{shape}{suffix}")
+            write(files[-1], operations)
+    for number, (build, _) in enumerate(value for _, value in sorted(PARITY_HISTORIES.items())):
+        files.append(folder / f"peer-{number}.jsonl")
+        parity.write_jsonl(files[-1], build())
+    files += sorted(
+        (Path(__file__).resolve().parents[1] / "spark_checks" / "data" / "maelstrom").glob("*.edn")
+    )
+    for number, odd in enumerate(_ODD_VALUES):
+        lines = _kafka_lines(odd=odd)
+        operations = [
+            Operation(
+                line["index"],
+                line["process"],
+                OpType(line["type"]),
+                line["f"],
+                line["value"],
+                None,
+                line["time"],
+            )
+            for line in lines
+        ]
+        for suffix, write in ((".jsonl", write_jsonl), (".edn", write_edn), (".parquet", write_parquet)):
+            files.append(folder / f"odd-value-{number}{suffix}")
+            write(files[-1], operations)
+    for number, odd_line in enumerate(_ODD_FIELDS):
+        files.append(folder / f"odd-field-{number}.jsonl")
+        files[-1].write_text("".join(json.dumps(line) + "\n" for line in _kafka_lines(odd_line)))
+    broken = "".join(json.dumps(line) + "\n" for line in _kafka_lines())
+    (folder / "truncated.jsonl").write_text(broken[: broken.index("\n", 200) - 3] + "\n" + broken)
+    (folder / "not-an-object.jsonl").write_text("[1, 2]\n" + broken)
+    files += [folder / "truncated.jsonl", folder / "not-an-object.jsonl"]
+    return files
+
+
+def _verify_all(environment: dict[str, str], files: list[Path]) -> tuple[int, str, str]:
+    """`verify --json` of `files` in one command (each file's bad input is its own line of the
+    output, `bad_input`): exit code, output with the seconds zeroed, error output."""
+    arguments = ["-m", "kafkaspec.cli", "verify", "--json", "--workers", "2", *map(str, files)]
+    done = _python(arguments, environment, check=False)
+    assert done.returncode in (0, 1, 2), done.stderr[-2000:]
+    return (
+        done.returncode,
+        re.sub(r'("[a-z_]*seconds[a-z_]*"): [0-9.e+-]+', r"\1: 0", done.stdout),
+        done.stderr,
+    )
+
+
+_STAGES = """
+import json, pickle, sys
+from spark_checks import checking, distributed, kafka_checker
+from spark_checks.history import Call, Outcome
+from spec import _compiled
+calls = [
+    Call(1, "assign", ["x"], ["x"], Outcome.OK, 0, 1),
+    Call(2, "subscribe", ["y"], None, Outcome.INFO, 2, None),
+]
+assignments = pickle.loads(pickle.dumps(kafka_checker.Assignments(calls)))
+plan = checking.Plan("kafka")
+print(json.dumps([
+    [module.__file__ for module in (distributed, kafka_checker)],
+    [
+        assignments.calls == tuple(calls),
+        assignments.orders == kafka_checker.Assignments(calls).orders,
+        assignments.names(1, 0) == {"x"},
+    ],
+    pickle.loads(pickle.dumps(plan)) == plan,
+    _compiled.describe(),
+]))
+"""
+
+
+def test_the_compiled_stages_give_the_sources_verdicts_evidence_and_errors(tmp_path: Path) -> None:
+    """The stages of `kafkaspec verify` are compiled in the same build (`ALSO_COMPILED`): over
+    Kafka histories of every shape (generated, Jepsen's own, Maelstrom's, malformed values and
+    fields in the three formats), `verify --json` says exactly what the source says: verdicts,
+    evidence, and each bad input's one-line error (mypyc checks annotations at run time, where
+    the source goes on to its "bad input" path). What crosses to worker processes pickles."""
+    if _compiled.compiled_modules() is None:
+        pytest.skip("no compiled build of this source (`make native`)")
+    files = _kafka_histories(tmp_path)
+    default = {name: value for name, value in os.environ.items() if name != _compiled.SWITCH}
+    compiled = _verify_all(default, files)
+    source = _verify_all({**default, _compiled.SWITCH: "0"}, files)
+    report = json.loads(source[1])
+    assert report["summary"]["histories"] == len(files)
+    assert report["summary"]["bad_input"] > 50 and report["summary"]["invalid"] > 10
+    assert report["summary"]["valid"] > 0
+    assert compiled == source
+    compiled_files, pickled, plan_pickled, said = json.loads(_python(["-c", _STAGES], default).stdout)
+    assert all(path.endswith(EXTENSION_SUFFIXES[0]) for path in compiled_files), compiled_files
+    assert pickled == [True, True, True] and plan_pickled
+    assert said == "compiled with mypyc"
+
+
+def test_spark_checks_names_the_modules_the_build_compiles() -> None:
+    """`spark_checks.COMPILED` (what its finder asks the build for) is `ALSO_COMPILED`."""
+    import spark_checks
+
+    also = {name.removesuffix(".py").replace("/", ".") for name in _compiled.ALSO_COMPILED}
+    assert also == spark_checks.COMPILED
+
+
+STAGE_MODULE = '''"""A stage module."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+
+@dataclass(frozen=True)
+class Plan:
+    model: str
+
+
+@dataclass
+class Tally:
+    count: int
+
+
+class Walk:
+    __slots__ = ("done",)
+
+
+class Facts(NamedTuple):
+    index: int
+
+
+class Calls(Sequence[int]):
+    pass
+
+
+class Refused(ValueError):
+    pass
+
+
+class Stop(Exception):
+    pass
+'''
+
+
+def test_the_copy_of_a_stage_module_leaves_native_only_what_mypyc_keeps_native() -> None:
+    """Frozen dataclasses (pickled to workers, `dataclasses.replace`d) and subclasses of what
+    mypyc cannot subclass natively are marked non-native; the rest is unchanged."""
+    copy = native.also_compiled_copy(STAGE_MODULE)
+    marked = [
+        line
+        for previous, line in zip(copy.splitlines(), copy.splitlines()[1:], strict=False)
+        if previous == native._NON_NATIVE
+    ]
+    assert marked == ["@dataclass(frozen=True)", "class Calls(Sequence[int]):", "class Refused(ValueError):"]
+    assert "from mypy_extensions import mypyc_attr" in copy
+    assert copy.replace(native._NON_NATIVE + "\n", "").replace(
+        "from mypy_extensions import mypyc_attr\n", ""
+    ) == (STAGE_MODULE)
+    assert native.also_compiled_copy('"""Plain."""\n\nfrom __future__ import annotations\n') == (
+        '"""Plain."""\n\nfrom __future__ import annotations\n'
+    )
