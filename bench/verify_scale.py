@@ -57,6 +57,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -277,13 +278,13 @@ def timeline_conf(folder: Path) -> dict[str, str]:
 
 
 def spark_events(folder: Path) -> list[dict[str, Any]]:
-    """The events Spark logged so far under `folder` (it flushes at each stage's end)."""
-    events: list[dict[str, Any]] = []
-    for path in sorted(folder.rglob("*")):
-        if path.is_file() and not path.name.startswith("appstatus"):
-            with path.open(encoding="utf-8") as lines:
-                events.extend(json.loads(line) for line in lines if line.strip())
-    return events
+    """The events the newest Spark session logged so far under `folder` (a file per session;
+    Spark flushes it at each stage's end)."""
+    logs = [path for path in folder.rglob("*") if path.is_file() and not path.name.startswith("appstatus")]
+    if not logs:
+        return []
+    with max(logs, key=lambda path: path.stat().st_mtime).open(encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines if line.strip()]
 
 
 TIMELINE_COLUMNS = 20
@@ -542,6 +543,8 @@ def main() -> None:
         "targets at 10^7: JSON Lines < 60 s, EDN < 90 s, Parquet < 45 s; verify/floor <= 4; "
         "driver peak flat from 10^5 to 10^7"
     )
+    if events is not None:
+        shutil.rmtree(events, ignore_errors=True)
 
 
 def _local_rate(path: Path, size: int) -> float:
