@@ -70,8 +70,11 @@ ALSO_COMPILED = (
   --json`), CPU seconds of every process, the stages compiled against their source side by
   side, one run each at load 7-10: the bench's shape as JSON Lines 23.2 -> 17.6 (-24%), EDN
   31.1 -> 27.5 (-12%), Parquet 30.2 -> 25.1 (-17%); Jepsen's shape as JSON Lines 30.3 -> 24.9
-  (-18%); identical output. They handle values as JSON (`Any`) and calls as Python objects
-  (`history.Call`), which is why they gain less than the spec. Not compiled:
+  (-18%); identical output. The Spark engine at 10^6 (`bench.verify_scale --sizes 1000000
+  --shapes bench`, compiled run first, load 6-9 against 9-14), CPU seconds of Spark's Python
+  workers: JSON Lines 20.8 -> 14.2, EDN 31.4 -> 21.3, Parquet 21.0 -> 17.1 (all processes 30.7
+  -> 21.2, 41.7 -> 29.3, 31.4 -> 26.2). They handle values as JSON (`Any`) and calls as
+  Python objects (`history.Call`), which is why they gain less than the spec. Not compiled:
   `checking` (per part, not per call; its `Sequence` subclass cannot be native), `history`
   (`Call`'s slot-setting constructor is the interpreter's), `readers.jsonl` (0.2% of the
   JSON Lines stages' profile: `distributed.jsonl_ops` reads the lines).
