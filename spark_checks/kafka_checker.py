@@ -897,12 +897,16 @@ def _collect(
                         for offset, v in sends:
                             ok_sent.add(v)
                             if offset is not None:
+                                if offset.__class__ is not int:
+                                    raise TypeError  # an offset orders a key's log: an integer
                                 current = log.setdefault(offset, v)
                                 if current != v:
                                     state.conflict(offset, current, v)
                     elif outcome is _FAIL:
                         state.failed.update(v for _, v in sends)
                     elif any(offset is not None for offset, _ in sends):
+                        if any(offset is not None and offset.__class__ is not int for offset, _ in sends):
+                            raise TypeError  # as an ok send's: the log may take them
                         state.deferred.append((call, sends))
                     if len(sends) > 1:
                         state.int_sends.append((call, [v for _, v in sends]))
@@ -923,6 +927,8 @@ def _collect(
                     readers = state.ok_read if ok else state.other_read
                     for offset, v in pairs:
                         if offset is not None:
+                            if offset.__class__ is not int:
+                                raise TypeError  # an offset orders a key's log: an integer
                             current = log.setdefault(offset, v)
                             if current != v:
                                 state.conflict(offset, current, v)
@@ -944,7 +950,7 @@ def _collect(
                         if seen:
                             state.precommitted.append((call, seen))
         except (TypeError, ValueError):
-            raise _malformed(call, "expected [offset, value] pairs") from None
+            raise _malformed(call, "expected [offset, value] pairs, each offset an integer or null") from None
     return out
 
 

@@ -632,6 +632,33 @@ def test_a_malformed_pair_is_a_history_error_in_a_calls_facts(pairs: list[Any]) 
         call_facts(call)
 
 
+@pytest.mark.parametrize(
+    ("outcome", "sent", "polled"),
+    [
+        ("ok", ["a", 5], [[1, 6]]),  # a string offset in a send, among int ones
+        ("ok", [0, 5], [[1, 6], ["a", 5]]),  # in a poll
+        ("ok", [0, 5], [[1, 6], [0.5, 5]]),  # a float offset in a poll
+        ("info", ["a", 5], [[1, 6], [2, 5]]),  # an info send whose value was read
+    ],
+)
+def test_an_offset_that_is_no_integer_is_a_history_error(
+    outcome: str, sent: list[Any], polled: list[Any]
+) -> None:
+    # Offsets order a key's log: one that is no integer was a TypeError when the log was
+    # sorted (an internal error, exit 70) or, alone, a log ordered by strings.
+    b = KafkaHistoryBuilder()
+    b.invoke(0, "send", [["send", "x", 5]])
+    b.complete(0, outcome, [["send", "x", sent]])
+    b.invoke(1, "send", [["send", "x", 6]])
+    b.complete(1, "ok", [["send", "x", [1, 6]]])
+    b.invoke(1, "poll", [["poll"]])
+    b.complete(1, "ok", [["poll", {"x": polled}]])
+    with pytest.raises(HistoryError, match=r"each offset an integer or null"):
+        check(b)
+    with pytest.raises(HistoryError, match=r"each offset an integer or null"):
+        per_key(b.calls())
+
+
 def test_split_call_and_partition_key() -> None:
     b = KafkaHistoryBuilder()
     b.assign(1, ["x", "y"])
