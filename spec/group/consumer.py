@@ -1298,33 +1298,41 @@ def _actions_of(config: ConsumerGroupConfig) -> tuple[_ClientActions, ...]:
     return tuple(table)
 
 
-def candidate_actions(config: ConsumerGroupConfig, state: GroupState) -> Iterator[Action]:
+def candidate_actions(config: ConsumerGroupConfig, state: GroupState) -> list[Action]:
     """The actions worth trying in `state`: a cheap superset of the enabled ones (it skips the
-    actions of consumers plainly in the wrong status); `step` applies the full guards."""
+    actions of consumers plainly in the wrong status); `step` applies the full guards.
+
+    A list, not a generator: the checker tries every action of every state it expands, and a
+    compiled generator resumes once per action (callgrind, compiled, the check alone, with the
+    stuck check's shared action objects, `progress_actions`: consumer-two-revocation-rounds
+    547 -> 512 M instructions, kafka-19974-exact-zombie-commit 140 -> 134 M, consumer-late-heartbeat
+    55.7 -> 53.0 M)."""
+    offered: list[Action] = []
     members = state.coordinator.members
     for index, (client, actions) in enumerate(zip(state.clients, _actions_of(config), strict=True)):
         status = client.status
         if status is ClientStatus.JOINING or status is ClientStatus.MEMBER:
             if client.in_flight is None:
-                yield from actions.heartbeat
+                offered.extend(actions.heartbeat)
             else:
-                yield actions.handle
+                offered.append(actions.handle)
         if status is ClientStatus.MEMBER:
             if not client.owned <= client.assignment:
-                yield actions.revoke
+                offered.append(actions.revoke)
             for p in client.owned:
-                yield from actions.commit[p]
-            yield from actions.leave
+                offered.extend(actions.commit[p])
+            offered.extend(actions.leave)
         elif status is ClientStatus.STOPPED:
-            yield from actions.restart
+            offered.extend(actions.restart)
         if client.commit_in_flight is not None:
-            yield actions.handle_commit
-            yield from actions.retry_commit
+            offered.append(actions.handle_commit)
+            offered.extend(actions.retry_commit)
         member = members[index]
         if member is not None:
-            yield from actions.timeouts
+            offered.extend(actions.timeouts)
             if member.epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH and not config.max_session_timeouts:
-                yield actions.session_timeout
+                offered.append(actions.session_timeout)
+    return offered
 
 
 _ACTION_FUNCTIONS: dict[type, Callable[[ConsumerGroupConfig, GroupState, Any], GroupState | None]] = {
@@ -1507,13 +1515,16 @@ def progress_actions(config: ConsumerGroupConfig, state: GroupState) -> Iterator
     consumers' decisions (leaving, restarting), and not the timeouts that fence a running
     consumer: those end a wait only by treating a live member as dead, which costs the group
     a session or rebalance timeout (45 s / 5 min by default) with partitions unconsumed."""
-    for c in range(config.members):
-        yield ClientHeartbeat(c)
-        yield CoordinatorHandleHeartbeat(c)
-        yield ClientRevokePartitions(c)
+    # The action objects `candidate_actions` offers, so that the successors the stuck check
+    # keeps for the checker (`spec._frozen.SharedSteps`) are found by identity, with their
+    # hashes already known (measured with the list of `candidate_actions`, see there).
+    for c, actions in enumerate(_actions_of(config)):
+        yield actions.heartbeat[0]  # ClientHeartbeat
+        yield actions.handle
+        yield actions.revoke
         member = state.coordinator.members[c]
         if member is not None and member.epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            yield CoordinatorSessionTimeout(c)
+            yield actions.session_timeout
 
 
 def rebalance_completes(
