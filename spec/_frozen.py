@@ -178,20 +178,36 @@ class SharedSteps(Generic[S, A]):
     def __init__(self, step: Callable[[S, A], S | None], capacity: int = MEMO_SIZE) -> None:
         self._step = step
         self._capacity = capacity
-        self._kept: dict[tuple[S, A], S | None] = {}
+        # by state, then by action: the checker's many steps that find nothing kept cost one
+        # lookup by the state's cached hash, with no (state, action) key built and hashed
+        # (callgrind, compiled, the check alone, against one dictionary keyed by the pair:
+        # consumer-two-revocation-rounds 511.7 -> 500.4 M instructions, classic-late-sync-fixed
+        # 132.4 -> 123.0 M, consumer-late-heartbeat 53.0 -> 51.7 M)
+        self._kept: dict[S, dict[A, S | None]] = {}
+        self._count = 0  # successors kept and not yet handed over
 
     def remember(self, state: S, action: A) -> S | None:
         """`step(state, action)`, kept for the checker."""
         successor = self._step(state, action)
         kept = self._kept
-        if len(kept) >= self._capacity:
+        if self._count >= self._capacity:
             kept.clear()
-        kept[(state, action)] = successor
+            self._count = 0
+        by_action = kept.get(state)
+        if by_action is None:
+            kept[state] = {action: successor}
+        else:
+            by_action[action] = successor
+        self._count += 1
         return successor
 
     def step(self, state: S, action: A) -> S | None:
         """`step(state, action)`: the successor `remember` kept (then forgotten), else computed."""
-        successor: S | None = self._kept.pop((state, action), _NOT_KNOWN)
+        by_action = self._kept.get(state)
+        if by_action is None:
+            return self._step(state, action)
+        successor: S | None = by_action.pop(action, _NOT_KNOWN)
         if successor is _NOT_KNOWN:
             return self._step(state, action)
+        self._count -= 1
         return successor
