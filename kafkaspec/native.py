@@ -386,6 +386,14 @@ def _rewrite_expressions(source: str) -> tuple[str, set[str]]:
 
     edits: list[tuple[int, int, str]] = []  # (start, end, new text), byte offsets
     needs: set[str] = set()
+
+    def rewrite(node: ast.expr, new_text: str, need: str) -> None:
+        assert node.end_lineno is not None and node.end_col_offset is not None
+        edits.append(
+            (offset(node.lineno, node.col_offset), offset(node.end_lineno, node.end_col_offset), new_text)
+        )
+        needs.add(need)
+
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.Call)
@@ -398,27 +406,11 @@ def _rewrite_expressions(source: str) -> tuple[str, set[str]]:
         ):
             first = text(node.args[0])
             rest = "".join(f", _native_same_length({text(item)}, {first})" for item in node.args[1:])
-            assert node.end_lineno is not None and node.end_col_offset is not None
-            edits.append(
-                (
-                    offset(node.lineno, node.col_offset),
-                    offset(node.end_lineno, node.end_col_offset),
-                    f"zip({first}{rest})",
-                )
-            )
-            needs.add("same_length")
+            rewrite(node, f"zip({first}{rest})", "same_length")
         replaced = _replaced_item(node)
         if replaced is not None and isinstance(node, ast.Tuple):
             items, index, value = (text(part) for part in replaced)
-            assert node.end_lineno is not None and node.end_col_offset is not None
-            edits.append(
-                (
-                    offset(node.lineno, node.col_offset),
-                    offset(node.end_lineno, node.end_col_offset),
-                    f"_native_with_item({items}, {index}, {value})",
-                )
-            )
-            needs.add("with_item")
+            rewrite(node, f"_native_with_item({items}, {index}, {value})", "with_item")
     bound: dict[str, int] = {}
     for statement in tree.body:
         targets: list[ast.expr] = []
