@@ -28,6 +28,9 @@ the distinct states per second of
 Every run starts with every `functools.lru_cache` in the process emptied (the spec memoizes
 pure helpers), and the compiled spec's memos of the same helpers, so no run profits from another's
 warm caches.
+Each scenario is run `--repeat` times at least, and again until its runs add up to
+`MEASURED_SECONDS` (at most `MAX_RUNS` runs); the fastest run is kept, so a check of a tenth of a
+second is not judged by one hiccup of the machine.
 
 `--floor` first checks a model that does nothing but what every spec action does at least
 once: copy one frozen part (one counter of four bumped), build the new state around it, and
