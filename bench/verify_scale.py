@@ -204,6 +204,43 @@ def jvm_pid() -> int | None:
     return None
 
 
+JVM_THREAD_KINDS = (
+    ("Executor task", "tasks"),
+    ("C1 Compiler", "JIT"),
+    ("C2 Compiler", "JIT"),
+    ("GC Thread", "GC"),
+    ("G1 ", "GC"),
+    ("VM Thread", "GC"),
+    ("Thread-", "driver calls"),
+)
+"""The JVM's threads by name (Linux keeps 15 characters): Spark's task threads, the JIT
+compilers, the garbage collector's (G1's concurrent ones, ParallelGC's, the VM thread that runs
+its pauses), Py4J's connection threads (the driver's calls: planning, collecting); the rest is
+`other` (shuffle, scheduler, listeners, heartbeats)."""
+
+
+def jvm_thread_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds so far of the JVM's threads, by kind (`JVM_THREAD_KINDS`); threads that
+    ended are not counted."""
+    tick = os.sysconf("SC_CLK_TCK")
+    kinds: dict[str, float] = {}
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return kinds
+    for thread in threads:
+        try:
+            with open(f"/proc/{pid}/task/{thread}/stat", encoding="ascii", errors="replace") as stat:
+                text = stat.read()
+        except OSError:
+            continue
+        name = text[text.index("(") + 1 : text.rindex(")")]
+        fields = text[text.rindex(")") + 2 :].split()
+        kind = next((kind for prefix, kind in JVM_THREAD_KINDS if name.startswith(prefix)), "other")
+        kinds[kind] = kinds.get(kind, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return kinds
+
+
 def reset_peak(pid: int) -> None:
     """Reset the process's peak resident set size (`VmHWM`) to its current size (Linux: 5 to
     /proc/PID/clear_refs)."""
@@ -400,6 +437,15 @@ def verify_on(spark: Any, path: Path) -> Measured:
     return measure(lambda: verify_history(path, VerifyOptions(engine="spark"), spark))
 
 
+def jvm_gc_and_jit(spark: Any) -> tuple[float, float]:
+    """The JVM's garbage collectors' summed seconds so far (`GarbageCollectorMXBean`'s
+    collection time: pauses and, for G1, its concurrent cycles' phases) and its JIT compilers'
+    seconds (`CompilationMXBean`), asked of the JVM through Py4J."""
+    management = spark.sparkContext._jvm.java.lang.management.ManagementFactory
+    collected = sum(bean.getCollectionTime() for bean in management.getGarbageCollectorMXBeans())
+    return collected / 1000, management.getCompilationMXBean().getTotalCompilationTime() / 1000
+
+
 def warm_up(spark: Any, folder: Path) -> None:
     """Start-up costs are not part of any measurement: the first job's, and the Python workers'
     (started, importing kafkaspec, on the first verification)."""
@@ -440,6 +486,9 @@ def main() -> None:
     parser.add_argument("--folder", type=Path, default=Path("/tmp/kafkaspec-bench"))
     parser.add_argument("--master", default=None)
     parser.add_argument("--timeline", action="store_true", help="each verification's Spark stages in time")
+    parser.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)"
+    )
     arguments = parser.parse_args()
     sizes = [int(size) for size in arguments.sizes.split(",")]
     formats = [fmt for fmt in arguments.formats.split(",") if fmt]
@@ -468,27 +517,39 @@ def main() -> None:
 
     largest = max((path.stat().st_size for path in files.values()), default=0)
     events = Path(tempfile.mkdtemp(prefix="kafkaspec-events-")) if arguments.timeline else None
-    conf = timeline_conf(events) if events is not None else None
+    conf = {
+        **(timeline_conf(events) if events is not None else {}),
+        **dict(setting.split("=", 1) for setting in arguments.conf),
+    }
     spark = spark_session(arguments.master, history_bytes=largest, conf=conf)
     warm_up(spark, arguments.folder)
     rows = []
     for shape, size, fmt in runs:
         path = files[(shape, size, fmt)]
-        started = time.time()
+        jvm = jvm_pid()
+        threads_before = jvm_thread_cpu(jvm) if jvm is not None else {}
+        started, (gc_before, jit_before) = time.time(), jvm_gc_and_jit(spark)
         measured = verify_on(spark, path)
-        ended = time.time()
+        ended, (gc_after, jit_after) = time.time(), jvm_gc_and_jit(spark)
+        threads = jvm_thread_cpu(jvm) if jvm is not None else {}
         floor = (
             fastest(arguments.floor_runs, partial(parse_and_count, spark, path))[0]
-            if fmt == "jsonl"
+            if fmt == "jsonl" and arguments.floor_runs > 0
             else None
         )
         rows.append((shape, fmt, size, path, measured, floor))
         split = ", ".join(f"{kind} {seconds:.1f}" for kind, seconds in measured.cpu_kinds.items())
         print(
-            f"  {shape} {fmt} {size:,}: {measured.wall:.1f} s, {measured.cpu:.1f} CPU-s ({split}; {load()})",
+            f"  {shape} {fmt} {size:,}: {measured.wall:.1f} s, {measured.cpu:.1f} CPU-s ({split}; "
+            f"JVM's GC {gc_after - gc_before:.1f} s, JIT {jit_after - jit_before:.1f} s; {load()})",
             flush=True,
         )
         if events is not None:
+            spent = {kind: seconds - threads_before.get(kind, 0.0) for kind, seconds in threads.items()}
+            by_thread = ", ".join(
+                f"{kind} {seconds:.1f}" for kind, seconds in sorted(spent.items(), key=lambda item: -item[1])
+            )
+            print(f"    JVM CPU-s by thread: {by_thread}")
             print("\n".join(stage_timeline(spark_events(events), started, ended)), flush=True)
 
     scaling: dict[str, Measured] = {}
