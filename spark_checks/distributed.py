@@ -58,6 +58,7 @@ import orjson
 from spark_checks import kafka_checker
 from spark_checks.checking import (
     CYCLES_PART,
+    DecodedCalls,
     KafkaContext,
     Plan,
     check_key_deciding_commits,
@@ -813,16 +814,12 @@ def subscriptions_context(payloads: Iterable[bytes], committed: frozenset[int] |
     return replace(context, committed_info=committed or frozenset(), whole_by_keys=committed is None)
 
 
-def decode_part(payloads: Iterable[bytes]) -> tuple[list[Call], set[int]]:
-    """A part's calls, and the invocation indices of its multi-key info calls (`SEVERAL`)."""
-    calls: list[Call] = []
-    several: set[int] = set()
-    for payload in payloads:
-        for fields in loads(payload):
-            calls.append(call_from_fields(fields))
-            if len(fields) > 12:
-                several.add(fields[7])
-    return calls, several
+def decode_part(payloads: Iterable[bytes]) -> tuple[DecodedCalls, set[int]]:
+    """A part's calls (made when read, `DecodedCalls`: a Kafka key's first check reads them as
+    `kafka_checker.Piece`s), and the invocation indices of its multi-key info calls (`SEVERAL`)."""
+    rows = [fields for payload in payloads for fields in loads(payload)]
+    several = {fields[7] for fields in rows if len(fields) > 12}
+    return DecodedCalls(rows, call_from_fields, kafka_checker.pieces_of), several
 
 
 @dataclass(frozen=True)

@@ -155,7 +155,7 @@ from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, NamedTuple, TypeVar
+from typing import Any, Final, Generic, Literal, NamedTuple, TypeVar
 
 from spark_checks.history import (
     UNNAMED,
@@ -283,7 +283,7 @@ def allowed_error_types(sub_via: Collection[str], ww_deps: bool = False) -> froz
     return allowed
 
 
-def op_ref(call: Call) -> Record:
+def op_ref(call: Call | Piece) -> Record:
     """How a record names a call: its process, function, outcome and history indices."""
     return {
         "process": call.process,
@@ -311,13 +311,13 @@ def analysed_value(call: Call) -> JsonValue:
     return call.input if value is None else value
 
 
-def _order(call: Call | CallFacts) -> int:
+def _order(call: Call | CallFacts | Piece) -> int:
     """Completion order (Jepsen's history order of completions); never-completed calls last."""
     index = call.complete_index
     return index if index is not None else _LAST + call.invoke_index
 
 
-def _malformed(call: Call, what: str) -> HistoryError:
+def _malformed(call: Call | Piece, what: str) -> HistoryError:
     index = call.complete_index if call.complete_index is not None else call.invoke_index
     return HistoryError(
         Position(UNNAMED, index=index),
@@ -325,9 +325,9 @@ def _malformed(call: Call, what: str) -> HistoryError:
     )
 
 
-def _parse(call: Call, only: Key | None) -> tuple[Writes | None, Reads | None]:
+def _parse(call: Call | Piece, only: Key | None) -> tuple[Writes | None, Reads | None]:
     """A data call's sends and polls by key (only `only`'s when given)."""
-    value = analysed_value(call)
+    value = call.value if isinstance(call, Piece) else analysed_value(call)
     if not value:
         return None, None
     f = call.f
@@ -663,7 +663,66 @@ def committed_info_calls(calls: Iterable[Call]) -> frozenset[int]:
 # ---------------------------------------------------------------------------------------
 
 
-class _KeyState:
+class Piece:
+    """A call as one key's check reads it (`check_kafka_key`): its process, function, outcome
+    and indices (all a record names of it, `op_ref`) and the one value the checks read
+    (`analysed_value`). A native object when compiled (mypyc): made and read in a few
+    instructions, where a `Call` (a frozen dataclass of history.py, not compiled) cost ~10,000
+    to make from its shipped fields and a generic attribute lookup per read. Stage 2's
+    per-key parts are decoded into these (`distributed.decode_part`), and a key's check makes
+    them of the `Call`s it is given (`of`)."""
+
+    __slots__ = ("complete_index", "f", "invoke_index", "outcome", "process", "value")
+
+    def __init__(
+        self,
+        process: Any,
+        f: str,
+        value: JsonValue,
+        outcome: Outcome,
+        invoke_index: int,
+        complete_index: int | None,
+    ) -> None:
+        self.process = process
+        self.f = f
+        self.value = value
+        self.outcome = outcome
+        self.invoke_index = invoke_index
+        self.complete_index = complete_index
+
+    @staticmethod
+    def of(call: Call) -> Piece:
+        """What the per-key checks read of `call`."""
+        value = analysed_value(call)
+        return Piece(call.process, call.f, value, call.outcome, call.invoke_index, call.complete_index)
+
+
+def pieces_of(rows: list[list[Any]]) -> list[Piece]:
+    """`Piece.of` each call shipped as a row of `distributed.call_fields` (process, function,
+    input, completion value, whether the output is it, output, outcome, invocation and
+    completion indices, ...), without making the `Call`."""
+    pieces: list[Piece] = []
+    for fields in rows:
+        completion_value = fields[3]
+        outcome = _OUTCOME_NAMED[fields[6]]
+        value = (completion_value if fields[4] else fields[5]) if outcome is _OK else completion_value
+        if value is None:
+            value = fields[2]  # `analysed_value`: the invocation's
+        pieces.append(Piece(fields[0], fields[1], value, outcome, fields[7], fields[8]))
+    return pieces
+
+
+def _piece_order(piece: Piece) -> int:
+    """`_order` of a piece (a compiled sort key)."""
+    index = piece.complete_index
+    return index if index is not None else _LAST + piece.invoke_index
+
+
+C = TypeVar("C", Call, Piece)
+"""How a check holds its calls: the whole history's as `Call`s, one key's as `Piece`s."""
+
+
+class _KeyState(Generic[C]):
     """Everything pass 2 needs about one key."""
 
     __slots__ = (
@@ -685,17 +744,17 @@ class _KeyState:
     def __init__(self) -> None:
         self.log: dict[Any, Any] = {}  # offset -> first value seen there
         self.conflicts: dict[Any, set[Any]] = {}  # offset -> every value, when several
-        self.ok_read: dict[Any, Call] = {}  # value -> first ok reader
-        self.other_read: dict[Any, Call] = {}  # value -> first fail/info reader
-        self.writer_of: dict[Any, Call] = {}  # value -> last writer
+        self.ok_read: dict[Any, C] = {}  # value -> first ok reader
+        self.other_read: dict[Any, C] = {}  # value -> first fail/info reader
+        self.writer_of: dict[Any, C] = {}  # value -> last writer
         self.failed: set[Any] = set()  # values sent by failed calls
         self.ok_sent: set[Any] = set()  # values sent by ok calls
-        self.deferred: list[tuple[Call, list[tuple[Any, Any]]]] = []  # info sends with offsets
-        self.int_polls: list[tuple[Call, list[Any]]] = []  # calls reading >= 2 values
-        self.int_sends: list[tuple[Call, list[Any]]] = []  # calls sending >= 2 values
-        self.poll_pairs: list[tuple[Call, Any, Call, Any]] = []  # (prev, last v, call, first v)
-        self.send_pairs: list[tuple[Call, Any, Call, Any]] = []
-        self.precommitted: list[tuple[Call, list[Any]]] = []
+        self.deferred: list[tuple[C, list[tuple[Any, Any]]]] = []  # info sends with offsets
+        self.int_polls: list[tuple[C, list[Any]]] = []  # calls reading >= 2 values
+        self.int_sends: list[tuple[C, list[Any]]] = []  # calls sending >= 2 values
+        self.poll_pairs: list[tuple[C, Any, C, Any]] = []  # (prev, last v, call, first v)
+        self.send_pairs: list[tuple[C, Any, C, Any]] = []
+        self.precommitted: list[tuple[C, list[Any]]] = []
 
     def put(self, offset: Any, value: Any) -> None:
         current = self.log.setdefault(offset, value)
@@ -710,12 +769,12 @@ class _KeyState:
             values.add(value)
 
 
-class _Collected:
+class _Collected(Generic[C]):
     __slots__ = ("calls", "mixed", "ordered", "states", "sub_via_seen")
 
     def __init__(self) -> None:
-        self.states: dict[Key, _KeyState] = {}
-        self.ordered: list[Call] = []
+        self.states: dict[Key, _KeyState[C]] = {}
+        self.ordered: list[C] = []
         self.sub_via_seen: set[str] = set()
         self.mixed = False  # some call both sent and polled
         self.calls = 0
@@ -763,33 +822,43 @@ class Assignments:
 class _Pruner:
     """One key's walk through `Assignments` (see there): where each process stands."""
 
-    __slots__ = ("assignments", "done", "key")
+    __slots__ = ("assignments", "done", "key", "pending")
 
     def __init__(self, assignments: Assignments, key: Key) -> None:
         self.assignments = assignments
         self.key = key
         self.done: dict[Process, int] = {}
+        # Per process, the completion order of its first assignment not yet applied: one
+        # lookup answers the usual question (none since the previous call).
+        self.pending: dict[Process, int] = {
+            process: orders[0] for process, orders in assignments.orders.items()
+        }
 
     def before(
         self,
-        call: Call,
-        last_reads: dict[Process, dict[Key, tuple[Call, Any]]],
-        last_sends: dict[Process, dict[Key, tuple[Call, Any]]],
+        call: Piece,
+        last_reads: dict[Process, dict[Key, tuple[Piece, Any]]],
+        last_sends: dict[Process, dict[Key, tuple[Piece, Any]]],
     ) -> None:
         """Apply the assignments of `call`'s process that came before it (ties come after, as
         a stable sort of the part's calls followed by the assignments puts them)."""
         process = call.process
-        orders = self.assignments.orders.get(process)
-        if orders is None:
+        pending = self.pending.get(process)
+        if pending is None:
             return
-        start = self.done.get(process, 0)
         order = call.complete_index
         if order is None:
             order = _LAST + call.invoke_index  # `_order`, inline: this runs once per call
-        if start == len(orders) or orders[start] >= order:
+        if pending >= order:
             return  # no assignment since the process's previous call
+        orders = self.assignments.orders[process]
+        start = self.done.get(process, 0)
         end = bisect_left(orders, order, start)
         self.done[process] = end
+        if end < len(orders):
+            self.pending[process] = orders[end]
+        else:
+            del self.pending[process]
         reads = last_reads.get(process)
         sends = last_sends.get(process)
         if not reads and not sends:
@@ -814,32 +883,26 @@ def _check_clock(deadline: float) -> None:
         raise _OutOfTimeError
 
 
+_PAIRS_EXPECTED: Final = "expected [offset, value] pairs, each offset an integer or null"
+
+
 def _collect(
     calls: Iterable[Call],
-    only: Key | None,
     assignments: Assignments | None = None,
     deadline: float = math.inf,
-) -> _Collected:
-    out = _Collected()
+) -> _Collected[Call]:
+    """Pass 1 over a whole history's calls (one key's: `_collect_key`)."""
+    out: _Collected[Call] = _Collected()
     ordered = list(calls)
     out.calls = len(ordered)
     subscribing = SUBSCRIPTION_FUNCTIONS
-    pruner: _Pruner | None = None
-    broadcast = any(call.f in subscribing for call in ordered)
     if assignments is not None:
-        if only is None or broadcast:
-            ordered.extend(assignments.calls)  # the general way
-            broadcast = broadcast or any(call.f in subscribing for call in assignments.calls)
-        else:
-            out.calls += len(assignments.calls)
-            out.sub_via_seen.update(assignments.functions)
-            pruner = _Pruner(assignments, only)
-    if broadcast:
+        ordered.extend(assignments.calls)
+    if any(call.f in subscribing for call in ordered):
         out.sub_via_seen.update(call.f for call in ordered if call.f in subscribing)
         ordered = _live_assignments(ordered)
     ordered.sort(key=_order)
     out.ordered = ordered
-    states = out.states
     # Per process: key -> (call that last read/sent it, its last value there).
     last_reads: dict[Process, dict[Key, tuple[Call, Any]]] = {}
     last_sends: dict[Process, dict[Key, tuple[Call, Any]]] = {}
@@ -853,105 +916,302 @@ def _collect(
                 _check_clock(deadline)
         f = call.f
         if f in SUBSCRIPTION_FUNCTIONS:
-            out.sub_via_seen.add(f)
-            if call.outcome is _FAIL:
-                continue
-            if not last_reads.get(call.process) and not last_sends.get(call.process):
-                continue  # nothing tracked for this process: the assignment changes nothing here
-            value = analysed_value(call)
-            # `_norm_key` of each, in C: an assignment can name every key, and it is seen per part.
-            named = set(map(str, value)) if isinstance(value, list) else set()
-            for table in (last_reads, last_sends):
-                tracked = table.get(call.process)
-                if tracked:
-                    for key in [key for key in tracked if key not in named]:
-                        del tracked[key]
+            _assign(out, call, analysed_value(call), last_reads, last_sends)
             continue
         if f not in DATA_FUNCTIONS:
             continue
-        writes, reads = _parse(call, only)
+        writes, reads = _parse(call, None)
         if writes is None and reads is None:
             continue
-        if pruner is not None:
-            pruner.before(call, last_reads, last_sends)
-        outcome = call.outcome
-        ok = outcome is _OK
-        process = call.process
-        try:
-            if writes is not None:
-                sent_by: dict[Key, tuple[Call, Any]] | None = None
-                if outcome is not _FAIL:
-                    sent_by = last_sends.get(process)
-                    if sent_by is None:
-                        sent_by = last_sends[process] = {}
-                for key, sends in writes.items():
-                    state = states.get(key)
-                    if state is None:
-                        state = states[key] = _KeyState()
-                    writer_of = state.writer_of
-                    for _, v in sends:
-                        writer_of[v] = call
-                    if ok:
-                        ok_sent = state.ok_sent
-                        log = state.log
-                        for offset, v in sends:
-                            ok_sent.add(v)
-                            if offset is not None:
-                                if offset.__class__ is not int:
-                                    raise TypeError  # an offset orders a key's log: an integer
-                                current = log.setdefault(offset, v)
-                                if current != v:
-                                    state.conflict(offset, current, v)
-                    elif outcome is _FAIL:
-                        state.failed.update(v for _, v in sends)
-                    elif any(offset is not None for offset, _ in sends):
-                        if any(offset is not None and offset.__class__ is not int for offset, _ in sends):
-                            raise TypeError  # as an ok send's: the log may take them
-                        state.deferred.append((call, sends))
-                    if len(sends) > 1:
-                        state.int_sends.append((call, [v for _, v in sends]))
-                    if sent_by is not None:
-                        previous = sent_by.get(key)
-                        if previous is not None:
-                            state.send_pairs.append((previous[0], previous[1], call, sends[0][1]))
-                        sent_by[key] = (call, sends[-1][1])
-            if reads is not None:
-                if writes is not None:
-                    out.mixed = True
-                read_by = last_reads.get(process)
-                for key, pairs in reads.items():
-                    state = states.get(key)
-                    if state is None:
-                        state = states[key] = _KeyState()
+        _add_call(out, call, writes, reads, last_reads, last_sends)
+    return out
+
+
+def _assign(
+    out: _Collected[C],
+    call: C,
+    value: JsonValue,
+    last_reads: dict[Process, dict[Key, tuple[C, Any]]],
+    last_sends: dict[Process, dict[Key, tuple[C, Any]]],
+) -> None:
+    """Pass 1 at an assign/subscribe call (`value`, its analysed value): its process stops
+    tracking the keys it does not name."""
+    out.sub_via_seen.add(call.f)
+    if call.outcome is _FAIL:
+        return
+    if not last_reads.get(call.process) and not last_sends.get(call.process):
+        return  # nothing tracked for this process: the assignment changes nothing here
+    # `_norm_key` of each, in C: an assignment can name every key, and it is seen per part.
+    named = set(map(str, value)) if isinstance(value, list) else set()
+    for table in (last_reads, last_sends):
+        tracked = table.get(call.process)
+        if tracked:
+            for key in [key for key in tracked if key not in named]:
+                del tracked[key]
+
+
+def _add_call(
+    out: _Collected[C],
+    call: C,
+    writes: Writes | None,
+    reads: Reads | None,
+    last_reads: dict[Process, dict[Key, tuple[C, Any]]],
+    last_sends: dict[Process, dict[Key, tuple[C, Any]]],
+) -> None:
+    """Pass 1 at a data call: its sends and polls (`_parse`) into the keys' states."""
+    states = out.states
+    outcome = call.outcome
+    ok = outcome is _OK
+    process = call.process
+    try:
+        if writes is not None:
+            sent_by: dict[Key, tuple[C, Any]] | None = None
+            if outcome is not _FAIL:
+                sent_by = last_sends.get(process)
+                if sent_by is None:
+                    sent_by = last_sends[process] = {}
+            for key, sends in writes.items():
+                state = states.get(key)
+                if state is None:
+                    state = states[key] = _KeyState()
+                writer_of = state.writer_of
+                for _, v in sends:
+                    writer_of[v] = call
+                if ok:
+                    ok_sent = state.ok_sent
                     log = state.log
-                    readers = state.ok_read if ok else state.other_read
-                    for offset, v in pairs:
+                    for offset, v in sends:
+                        ok_sent.add(v)
                         if offset is not None:
                             if offset.__class__ is not int:
                                 raise TypeError  # an offset orders a key's log: an integer
                             current = log.setdefault(offset, v)
                             if current != v:
                                 state.conflict(offset, current, v)
-                        readers.setdefault(v, call)
-                    count = len(pairs)
-                    if count > 1:
-                        state.int_polls.append((call, pairs))
-                    if read_by is not None:
-                        previous = read_by.get(key)
-                        if previous is not None and previous[1] is not None and count:
-                            state.poll_pairs.append((previous[0], previous[1], call, pairs[0][1]))
-                    if ok:
-                        if read_by is None:
-                            read_by = last_reads[process] = {}
-                        read_by[key] = (call, pairs[-1][1] if count else None)
-                    if writes is not None and key in writes:
-                        own = {v for _, v in writes[key]}
-                        seen = sorted({pair[1] for pair in pairs if pair[1] in own}, key=_sort_token)
-                        if seen:
-                            state.precommitted.append((call, seen))
-        except (TypeError, ValueError):
-            raise _malformed(call, "expected [offset, value] pairs, each offset an integer or null") from None
+                elif outcome is _FAIL:
+                    state.failed.update(v for _, v in sends)
+                elif any(offset is not None for offset, _ in sends):
+                    if any(offset is not None and offset.__class__ is not int for offset, _ in sends):
+                        raise TypeError  # as an ok send's: the log may take them
+                    state.deferred.append((call, sends))
+                if len(sends) > 1:
+                    state.int_sends.append((call, [v for _, v in sends]))
+                if sent_by is not None:
+                    previous = sent_by.get(key)
+                    if previous is not None:
+                        state.send_pairs.append((previous[0], previous[1], call, sends[0][1]))
+                    sent_by[key] = (call, sends[-1][1])
+        if reads is not None:
+            if writes is not None:
+                out.mixed = True
+            read_by = last_reads.get(process)
+            for key, pairs in reads.items():
+                state = states.get(key)
+                if state is None:
+                    state = states[key] = _KeyState()
+                log = state.log
+                readers = state.ok_read if ok else state.other_read
+                for offset, v in pairs:
+                    if offset is not None:
+                        if offset.__class__ is not int:
+                            raise TypeError  # an offset orders a key's log: an integer
+                        current = log.setdefault(offset, v)
+                        if current != v:
+                            state.conflict(offset, current, v)
+                    readers.setdefault(v, call)
+                count = len(pairs)
+                if count > 1:
+                    state.int_polls.append((call, pairs))
+                if read_by is not None:
+                    previous = read_by.get(key)
+                    if previous is not None and previous[1] is not None and count:
+                        state.poll_pairs.append((previous[0], previous[1], call, pairs[0][1]))
+                if ok:
+                    if read_by is None:
+                        read_by = last_reads[process] = {}
+                    read_by[key] = (call, pairs[-1][1] if count else None)
+                if writes is not None and key in writes:
+                    own = {v for _, v in writes[key]}
+                    seen = sorted({pair[1] for pair in pairs if pair[1] in own}, key=_sort_token)
+                    if seen:
+                        state.precommitted.append((call, seen))
+    except (TypeError, ValueError):
+        raise _malformed(call, _PAIRS_EXPECTED) from None
+
+
+def _collect_key(
+    pieces: list[Piece],
+    only: Key,
+    assignments: Assignments | None = None,
+    deadline: float = math.inf,
+) -> _Collected[Piece]:
+    """Pass 1 over one key's pieces (in invocation order): `_collect`'s states of `only`, the
+    history's assignments taken from `assignments` (`_Pruner`) when the part has none of its
+    own. A piece that is one send to the key or one poll of it alone (nearly all of them) is
+    read here in place, as `_parse` and `_add_call` read it, without the dictionaries and
+    lists `_parse` builds; any other shape goes their way."""
+    out: _Collected[Piece] = _Collected()
+    ordered = pieces
+    out.calls = len(ordered)
+    subscribing = SUBSCRIPTION_FUNCTIONS
+    pruner: _Pruner | None = None
+    broadcast = any(piece.f in subscribing for piece in ordered)
+    if assignments is not None:
+        if broadcast:
+            ordered.extend([Piece.of(call) for call in assignments.calls])  # the general way
+        else:
+            out.calls += len(assignments.calls)
+            out.sub_via_seen.update(assignments.functions)
+            pruner = _Pruner(assignments, only)
+    if broadcast:
+        out.sub_via_seen.update(piece.f for piece in ordered if piece.f in subscribing)
+        active = {piece.process for piece in ordered if piece.f not in subscribing}
+        ordered = [  # `_live_assignments`
+            piece
+            for piece in ordered
+            if piece.f not in subscribing or (piece.process in active and piece.outcome is not _FAIL)
+        ]
+    ordered.sort(key=_piece_order)
+    out.ordered = ordered
+    state: _KeyState[Piece] | None = None
+    last_reads: dict[Process, dict[Key, tuple[Piece, Any]]] = {}
+    last_sends: dict[Process, dict[Key, tuple[Piece, Any]]] = {}
+    timed = deadline != math.inf
+    countdown = _CALLS_PER_CLOCK_READ
+    for call in ordered:
+        if timed:
+            countdown -= 1
+            if not countdown:
+                countdown = _CALLS_PER_CLOCK_READ
+                _check_clock(deadline)
+        f = call.f
+        if f in SUBSCRIPTION_FUNCTIONS:
+            _assign(out, call, call.value, last_reads, last_sends)
+            continue
+        if f not in DATA_FUNCTIONS:
+            continue
+        value = call.value
+        sent: Any = None
+        pairs: Any = None
+        if value.__class__ is list and len(value) == 1:
+            # `_parse`'s fast path: one key's piece of a plain send or poll.
+            mop = value[0]
+            if mop.__class__ is list and len(mop) > 1 and mop[0].__class__ is str:
+                name = mop[0]
+                polled = mop[1]
+                if name in _POLL and polled.__class__ is dict and len(polled) == 1:
+                    for raw_key, listed in polled.items():
+                        if raw_key.__class__ is str and listed.__class__ is list:
+                            # `()`: nothing of this key read
+                            pairs = () if f == "send" or raw_key != only else listed
+                elif name in _SEND and len(mop) == 3:
+                    raw = mop[1]
+                    key = raw if raw.__class__ is str else str(raw)
+                    sent = mop[2]
+                    if sent.__class__ is list and len(sent) == 2:
+                        if f == "poll" or key != only:
+                            continue  # nothing of this key sent
+                    else:
+                        sent = None
+        if pairs is not None:
+            if pairs.__class__ is tuple:
+                continue
+            if pruner is not None:
+                pruner.before(call, last_reads, last_sends)
+            if state is None:
+                state = out.states[only] = _KeyState()
+            _add_poll(state, call, pairs, last_reads, only)
+        elif sent is not None:
+            if pruner is not None:
+                pruner.before(call, last_reads, last_sends)
+            if state is None:
+                state = out.states[only] = _KeyState()
+            _add_send(state, call, sent[0], sent[1], last_sends, only)
+        else:
+            writes, reads = _parse(call, only)
+            if writes is None and reads is None:
+                continue
+            if pruner is not None:
+                pruner.before(call, last_reads, last_sends)
+            _add_call(out, call, writes, reads, last_reads, last_sends)
+            state = out.states.get(only)
     return out
+
+
+def _add_send(
+    state: _KeyState[Piece],
+    call: Piece,
+    offset: Any,
+    v: Any,
+    last_sends: dict[Process, dict[Key, tuple[Piece, Any]]],
+    key: Key,
+) -> None:
+    """`_add_call` of one send, (offset, v), to `key` (whose state is `state`)."""
+    outcome = call.outcome
+    try:
+        state.writer_of[v] = call
+        if outcome is _OK:
+            state.ok_sent.add(v)
+            if offset is not None:
+                if offset.__class__ is not int:
+                    raise TypeError  # an offset orders a key's log: an integer
+                current = state.log.setdefault(offset, v)
+                if current != v:
+                    state.conflict(offset, current, v)
+        elif outcome is _FAIL:
+            state.failed.add(v)
+            return  # a failed send is no process's last
+        elif offset is not None:
+            if offset.__class__ is not int:
+                raise TypeError  # as an ok send's: the log may take them
+            state.deferred.append((call, [(offset, v)]))
+        process = call.process
+        sent_by = last_sends.get(process)
+        if sent_by is None:
+            sent_by = last_sends[process] = {}
+        previous = sent_by.get(key)
+        if previous is not None:
+            state.send_pairs.append((previous[0], previous[1], call, v))
+        sent_by[key] = (call, v)
+    except (TypeError, ValueError):
+        raise _malformed(call, _PAIRS_EXPECTED) from None
+
+
+def _add_poll(
+    state: _KeyState[Piece],
+    call: Piece,
+    pairs: list[Any],
+    last_reads: dict[Process, dict[Key, tuple[Piece, Any]]],
+    key: Key,
+) -> None:
+    """`_add_call` of one poll that read `pairs` of `key` (whose state is `state`)."""
+    ok = call.outcome is _OK
+    process = call.process
+    try:
+        log = state.log
+        readers = state.ok_read if ok else state.other_read
+        for offset, v in pairs:
+            if offset is not None:
+                if offset.__class__ is not int:
+                    raise TypeError  # an offset orders a key's log: an integer
+                current = log.setdefault(offset, v)
+                if current != v:
+                    state.conflict(offset, current, v)
+            readers.setdefault(v, call)
+        count = len(pairs)
+        if count > 1:
+            state.int_polls.append((call, pairs))
+        read_by = last_reads.get(process)
+        if read_by is not None:
+            previous = read_by.get(key)
+            if previous is not None and previous[1] is not None and count:
+                state.poll_pairs.append((previous[0], previous[1], call, pairs[0][1]))
+        if ok:
+            if read_by is None:
+                read_by = last_reads[process] = {}
+            read_by[key] = (call, pairs[-1][1] if count else None)
+    except (TypeError, ValueError):
+        raise _malformed(call, _PAIRS_EXPECTED) from None
 
 
 def _live_assignments(calls: list[_Timed]) -> list[_Timed]:
@@ -968,16 +1228,16 @@ def _live_assignments(calls: list[_Timed]) -> list[_Timed]:
     ]
 
 
-class _Committed:
+class _Committed(Generic[C]):
     """`must-have-committed?`, cached per call."""
 
-    def __init__(self, collected: _Collected, given: Collection[int] | None, only: Key | None) -> None:
-        self.states = collected.states
+    def __init__(self, collected: _Collected[C], given: Collection[int] | None, only: Key | None) -> None:
+        self.states: dict[Key, _KeyState[C]] = collected.states
         self.given = given
         self.only = only
         self.cache: dict[int, bool] = {}
 
-    def __call__(self, call: Call) -> bool:
+    def __call__(self, call: C) -> bool:
         if call.outcome is _OK:
             return True
         if call.outcome is not _INFO:
@@ -1025,7 +1285,7 @@ class _Order:
 
     __slots__ = ("by_value", "clean", "offsets", "values")
 
-    def __init__(self, state: _KeyState) -> None:
+    def __init__(self, state: _KeyState[C]) -> None:
         log = state.log
         conflicts = state.conflicts
         self.offsets: list[Any] = sorted(log)
@@ -1036,7 +1296,7 @@ class _Order:
         self.by_value: dict[Any, int] = {v: i for i, v in enumerate(self.values)}
         self.clean = not conflicts and len(self.by_value) == len(self.values)
 
-    def values_at(self, state: _KeyState, index: int) -> list[Any]:
+    def values_at(self, state: _KeyState[C], index: int) -> list[Any]:
         """All values seen at the offset of this index."""
         offset = self.offsets[index]
         conflict = state.conflicts.get(offset)
@@ -1059,7 +1319,7 @@ def _skip_fields(record: Record, order: _Order, i: int, j: int) -> Record:
     return record
 
 
-def _first_reader(state: _KeyState, value: Any) -> Call | None:
+def _first_reader(state: _KeyState[C], value: Any) -> C | None:
     ok = state.ok_read.get(value)
     other = state.other_read.get(value)
     if ok is None or other is None:
@@ -1069,8 +1329,8 @@ def _first_reader(state: _KeyState, value: Any) -> Call | None:
 
 def _analyze_key(
     key: Key,
-    state: _KeyState,
-    committed: Callable[[Call], bool],
+    state: _KeyState[C],
+    committed: Callable[[C], bool],
     found: dict[str, list[Record]],
     g1a_targets: dict[Key, set[Any]],
 ) -> None:
@@ -1248,7 +1508,7 @@ def _analyze_key(
 
 
 def _g1a(
-    collected: _Collected, only: Key | None, targets: dict[Key, set[Any]], found: dict[str, list[Record]]
+    collected: _Collected[C], only: Key | None, targets: dict[Key, set[Any]], found: dict[str, list[Record]]
 ) -> None:
     """`g1a-cases`: every (ok reader, key, value) where the value's sender failed."""
     records = found.setdefault("G1a", [])
@@ -1330,7 +1590,7 @@ def _strongly_connected(adjacency: list[list[int]]) -> list[list[int]]:
     return components
 
 
-def _has_backward_read(collected: _Collected) -> bool:
+def _has_backward_read(collected: _Collected[C]) -> bool:
     """Some call read a value before its sender was invoked: a 2-cycle with a realtime edge."""
     for state in collected.states.values():
         writer_of = state.writer_of
@@ -1363,7 +1623,7 @@ class _Graph:
 
     __slots__ = ("nodes", "orders", "states", "wr", "ww")
 
-    def __init__(self, nodes: list[Call], states: dict[Key, _KeyState]) -> None:
+    def __init__(self, nodes: list[Call], states: dict[Key, _KeyState[Call]]) -> None:
         self.nodes = nodes
         self.states = states
         self.wr: list[list[int]] = [[] for _ in nodes]
@@ -1419,7 +1679,7 @@ class _Graph:
         return adjacency
 
 
-def _apply_deferred(state: _KeyState, committed: Callable[[Call], bool]) -> None:
+def _apply_deferred(state: _KeyState[Call], committed: Callable[[Call], bool]) -> None:
     """`info` sends join the log once shown committed (idempotent)."""
     for call, sends in state.deferred:
         if committed(call):
@@ -1428,7 +1688,7 @@ def _apply_deferred(state: _KeyState, committed: Callable[[Call], bool]) -> None
                     state.put(offset, v)
 
 
-def _build_graph(collected: _Collected, committed: Callable[[Call], bool], ww_deps: bool) -> _Graph:
+def _build_graph(collected: _Collected[Call], committed: Callable[[Call], bool], ww_deps: bool) -> _Graph:
     states = collected.states
     nodes = [call for call in collected.ordered if call.f in DATA_FUNCTIONS]
     graph = _Graph(nodes, states)
@@ -1472,7 +1732,7 @@ def _components(graph: _Graph, members: list[int], ww: bool, wr: bool, realtime:
 
 
 def _cycles(
-    collected: _Collected,
+    collected: _Collected[Call],
     committed: Callable[[Call], bool],
     found: dict[str, list[Record]],
     ww_deps: bool,
@@ -1521,11 +1781,11 @@ def _cycles(
             _report_cycle(found, "G1c-realtime", graph, component, True, True, True, len(component))
 
 
-def _data_calls(collected: _Collected) -> int:
+def _data_calls(collected: _Collected[Call]) -> int:
     return sum(1 for call in collected.ordered if call.f in DATA_FUNCTIONS)
 
 
-def _any_edge(collected: _Collected) -> bool:
+def _any_edge(collected: _Collected[Call]) -> bool:
     """Whether Elle's graph has an edge, without building it: a value polled by a call
     other than its writer, or an `ok` call completed before another call's invocation."""
     return any(_wr_edge_of(collected, state) for state in collected.states.values()) or _realtime_edge(
@@ -1533,7 +1793,7 @@ def _any_edge(collected: _Collected) -> bool:
     )
 
 
-def _wr_edge_of(collected: _Collected, state: _KeyState) -> bool:
+def _wr_edge_of(collected: _Collected[C], state: _KeyState[C]) -> bool:
     """A value of this key polled by a call other than its writer (Elle's wr edge)."""
     writer_of = state.writer_of
     for readers in (state.ok_read, state.other_read):
@@ -1553,7 +1813,7 @@ def _realtime_edge(ordered: Sequence[Call | CallFacts]) -> bool:
     return first_done is not None and any(c.invoke_index > first_done for c in calls)
 
 
-def _several_readers(collected: _Collected, state: _KeyState) -> bool:
+def _several_readers(collected: _Collected[C], state: _KeyState[C]) -> bool:
     # `ok_read`/`other_read` keep one reader per value; a value's other readers also get a wr
     # edge from its writer when it is not theirs. Only a value whose first reader is its own
     # writer can hide such an edge, and a writer that polls its own value is rare: look again.
@@ -1564,7 +1824,7 @@ def _several_readers(collected: _Collected, state: _KeyState) -> bool:
     return False
 
 
-def _wr_edge_exists(collected: _Collected) -> bool:
+def _wr_edge_exists(collected: _Collected[C]) -> bool:
     for call in collected.ordered:
         if call.f not in DATA_FUNCTIONS:
             continue
@@ -1683,7 +1943,7 @@ def _ww_step(first: Call, second: Call, graph: _Graph) -> Record:
     return {"type": "ww"}  # pragma: no cover - the edge came from such a pair
 
 
-def _wr_step(writer: Call, reader: Call, states: dict[Key, _KeyState]) -> Record:
+def _wr_step(writer: Call, reader: Call, states: dict[Key, _KeyState[Call]]) -> Record:
     _, reads = _parse(reader, None)
     for key, pairs in (reads or {}).items():
         writer_of = states[key].writer_of
@@ -2073,7 +2333,7 @@ def _lag_summary_in_order(ordered: list[CallFacts]) -> dict[str, JsonValue]:
     return _lag_record(record, by, sum(map(len, greatest.values())))
 
 
-def _unseen_merge_keys(collected: _Collected) -> dict[Key, list[Any]]:
+def _unseen_merge_keys(collected: _Collected[Call]) -> dict[Key, list[Any]]:
     """Keys where Jepsen's `unseen` fold counts polled values as unseen: the last `ok` data
     call polled them, and no earlier `ok` data call sent to or polled the key (nor this one
     sent to it). Values per key, sorted."""
@@ -2132,7 +2392,7 @@ def _unseen_merge(
         )
 
 
-def _no_writer(state: _KeyState) -> bool:
+def _no_writer(state: _KeyState[C]) -> bool:
     """Some value of this key was read that no call sent."""
     return bool(
         state.ok_read.keys() - state.writer_of.keys() or state.other_read.keys() - state.writer_of.keys()
@@ -2228,7 +2488,7 @@ class HistoryFacts:
         return HistoryFacts(operations, frozenset(seen), data_calls, realtime_edge, last, transactions, lag)
 
 
-def _key_facts(key: Key, collected: _Collected) -> KeyFacts:
+def _key_facts(key: Key, collected: _Collected[C]) -> KeyFacts:
     state = collected.states.get(key)
     if state is None:
         return KeyFacts(key, False, False, False, False, None, ())
@@ -2244,7 +2504,9 @@ def _key_facts(key: Key, collected: _Collected) -> KeyFacts:
     )
 
 
-def _sole_reader(key: Key, collected: _Collected, state: _KeyState) -> tuple[int | None, tuple[Any, ...]]:
+def _sole_reader(
+    key: Key, collected: _Collected[C], state: _KeyState[C]
+) -> tuple[int | None, tuple[Any, ...]]:
     if state.ok_sent or len({id(reader) for reader in state.ok_read.values()}) > 1:
         return None, ()  # two ok calls touched the key (looked for only where it may be otherwise)
     touching = [
@@ -2435,7 +2697,7 @@ _SCOPE_WHOLE: Final = "whole"
 
 
 def _check(
-    calls: Iterable[Call],
+    calls: Iterable[Call | Piece],
     only: Key | None,
     options: KafkaOptions,
     committed_info: Collection[int] | None,
@@ -2451,10 +2713,10 @@ def _check(
     collecting = gc.isenabled()
     gc.disable()
     started = time.perf_counter()
-    calls = calls if isinstance(calls, list) else list(calls)
+    given = calls if isinstance(calls, list) else list(calls)
     try:
         return _check_all(
-            calls,
+            given,
             only,
             options,
             committed_info,
@@ -2468,9 +2730,9 @@ def _check(
     except _OutOfTimeError:
         if decided is not None:
             decided.append(frozenset())
-        operations = len(calls) + (len(assignments.calls) if assignments is not None else 0)
+        operations = len(given) + (len(assignments.calls) if assignments is not None else 0)
         sub_via = options.sub_via
-        used = set(sub_via) if sub_via is not None else {c.f for c in calls if c.f in SUBSCRIPTION_FUNCTIONS}
+        used = set(sub_via) if sub_via is not None else {c.f for c in given if c.f in SUBSCRIPTION_FUNCTIONS}
         conventions = _conventions(used, options.inferred(), "not decided", options.ww_deps, options.unseen)
         result = budget_exhausted(only, operations, conventions)
         return _with_seconds(result, time.perf_counter() - started)
@@ -2480,7 +2742,7 @@ def _check(
 
 
 def _check_all(
-    calls: Iterable[Call],
+    calls: list[Call | Piece],
     only: Key | None,
     options: KafkaOptions,
     committed_info: Collection[int] | None,
@@ -2493,23 +2755,27 @@ def _check_all(
 ) -> CheckResult:
     started = time.perf_counter()
     _check_clock(deadline)
-    collected = _collect(calls, only, assignments, deadline)
-    if decided is not None:
-        committed_info = _committed_by_own_reads(collected)
-        decided.append(committed_info)
-    committed = _Committed(collected, committed_info, only)
     found: dict[str, list[Record]] = {}
     extra: dict[str, JsonValue] = {}
-    if scope != _SCOPE_WHOLE:
-        g1a_targets: dict[Key, set[Any]] = {}
-        for key, state in collected.states.items():
-            _check_clock(deadline)
-            _analyze_key(key, state, committed, found, g1a_targets)
-        if g1a_targets:
-            _g1a(collected, only, g1a_targets, found)
-    if key_facts is not None and only is not None:
-        key_facts.append(_key_facts(only, collected))
-    if only is None:
+    if only is not None:
+        # One key's check reads its calls as `Piece`s (a fresh list: `_collect_key` sorts it).
+        pieces = [call if isinstance(call, Piece) else Piece.of(call) for call in calls]
+        by_key = _collect_key(pieces, only, assignments, deadline)
+        if decided is not None:
+            committed_info = _committed_by_own_reads(by_key)
+            decided.append(committed_info)
+        _analyze_keys(by_key, only, _Committed(by_key, committed_info, only), found, deadline)
+        if key_facts is not None:
+            key_facts.append(_key_facts(only, by_key))
+        seen, operations, keys = by_key.sub_via_seen, by_key.calls, len(by_key.states)
+    else:
+        collected = _collect([call for call in calls if not isinstance(call, Piece)], assignments, deadline)
+        if decided is not None:
+            committed_info = _committed_by_own_reads(collected)
+            decided.append(committed_info)
+        committed = _Committed(collected, committed_info, only)
+        if scope != _SCOPE_WHOLE:
+            _analyze_keys(collected, only, committed, found, deadline)
         _cycles(collected, committed, found, options.ww_deps, deadline)
         deviations: list[JsonValue] = []
         _unseen_merge(_unseen_merge_keys(collected), options.unseen, found, deviations)
@@ -2518,20 +2784,37 @@ def _check_all(
         )
         extra["deviations_from_jepsen"] = deviations
         extra["realtime_lag"] = realtime_lag_summary(collected.ordered)
-    used = collected.sub_via_seen if options.sub_via is None else set(options.sub_via)
+        seen, operations, keys = collected.sub_via_seen, collected.calls, len(collected.states)
+    used = seen if options.sub_via is None else set(options.sub_via)
     evidence = "whole history" if only is None else "this key only"
     if committed_info is not None:
         evidence = "given"
     return _result(
         only,
         found,
-        collected.calls,
-        len(collected.states),
+        operations,
+        keys,
         _conventions(used, options.inferred(), evidence, options.ww_deps, options.unseen),
         max_per_type,
         started,
         extra=extra,
     )
+
+
+def _analyze_keys(
+    collected: _Collected[C],
+    only: Key | None,
+    committed: _Committed[C],
+    found: dict[str, list[Record]],
+    deadline: float,
+) -> None:
+    """Pass 2: every key's anomalies (`_analyze_key`), then G1a's readers (`_g1a`)."""
+    g1a_targets: dict[Key, set[Any]] = {}
+    for key, state in collected.states.items():
+        _check_clock(deadline)
+        _analyze_key(key, state, committed, found, g1a_targets)
+    if g1a_targets:
+        _g1a(collected, only, g1a_targets, found)
 
 
 def _options(
@@ -2607,7 +2890,7 @@ def check_kafka_key(
 
 def check_kafka_key_deciding_commits(
     key: JsonValue,
-    calls: Iterable[Call],
+    calls: Iterable[Call | Piece],
     *,
     sub_via: Collection[str] | None = None,
     sub_via_inferred: bool | None = None,
@@ -2618,7 +2901,8 @@ def check_kafka_key_deciding_commits(
     """`check_kafka_key(key, calls, committed_info=committed_info_calls(calls))` and that
     set, for `calls` that are `split_call` pieces of `key` alone: the info calls whose sends
     this part shows committed, found in the check's own pass over the calls (a second pass
-    cost a fifth of a part's check). A part that ran out of time decides no call. With
+    cost a fifth of a part's check). `calls` may be `Piece`s (what the check reads of each
+    call; stage 2 decodes them so). A part that ran out of time decides no call. With
     `key_facts`, the key's `KeyFacts` are appended to it (none when it ran out of time)."""
     decided: list[frozenset[int]] = []
     options = _options(sub_via, sub_via_inferred, False, "kafkaspec")
@@ -2666,7 +2950,7 @@ def _with_seconds(result: CheckResult, seconds: float) -> CheckResult:
     )
 
 
-def _committed_by_own_reads(collected: _Collected) -> frozenset[int]:
+def _committed_by_own_reads(collected: _Collected[C]) -> frozenset[int]:
     # `committed_info_calls` over the collected calls: an info data call committed if a value
     # it sent was read by an ok call (`ok_read` holds exactly those values, per key).
     states = collected.states
