@@ -228,7 +228,7 @@ def kafka_fields(
     other value. A per-key piece leaves out the times too (no per-key check reads them).
     Checked alike; a send's value is shipped once per part, not twice."""
     ok = 1 if outcome == "ok" else 0
-    return [process, f, None, analysed, ok, None, outcome, invoked, completed, key, *times]
+    return [process, f, None, analysed, ok, None, outcome, invoked, completed, key, times[0], times[1]]
 
 
 def _kafka_call_fields(call: Call, key: Any, times: bool) -> list[Any]:
@@ -253,14 +253,15 @@ than this: shorter lines skip the depth check (`decode_line` makes it for the re
 
 
 def usual_op(obj: dict[str, Any]) -> Op | None:
-    """The usual operation as an `Op`, checked as `make_operation` checks it; else None."""
-    get = obj.get
-    index, process, kind, f, time = get("index"), get("process"), get("type"), get("f"), get("time")
-    op_type = _TYPES.get(kind) if kind.__class__ is str else None
-    if op_type is None or index.__class__ is not int or index < 0 or f.__class__ is not str:
+    """The usual operation as an `Op`, checked as `make_operation` checks it; else None.
+    (`obj.get(...)`, not `get = obj.get`: compiled, a C call, not a bound method's.)"""
+    kind, index, f = obj.get("type"), obj.get("index"), obj.get("f")
+    op_type = _TYPES.get(kind) if type(kind) is str else None
+    if op_type is None or type(index) is not int or index < 0 or type(f) is not str:
         return None
-    if (process.__class__ is int or process.__class__ is str) and (time is None or time.__class__ is int):
-        return index, process, op_type, f, get("value"), get("key"), time
+    process, time = obj.get("process"), obj.get("time")
+    if (type(process) is int or type(process) is str) and (time is None or type(time) is int):
+        return index, process, op_type, f, obj.get("value"), obj.get("key"), time
     return None
 
 
@@ -292,7 +293,7 @@ def jsonl_ops(
                     obj = parse(raw)
                 except orjson.JSONDecodeError:
                     obj = None
-            if obj.__class__ is not dict:
+            if type(obj) is not dict:
                 obj = decode_line(raw, source, at)
                 if obj is None:
                     continue
@@ -564,11 +565,12 @@ def split_rows(plan: Plan, ops: Iterable[tuple[int, Op]], source: str, split: in
                     raise _invokes_while_open(first[1], operation, Position(source, line=line))
                 open_calls[process] = line, operation
                 continue
-            opened = open_calls.pop(process, None)
+            opened = open_calls.get(process)  # (`pop`'s default costs a method call compiled)
             if opened is None:
                 if operation[2] is _INFO_TYPE:
                     continue  # e.g. a nemesis announcing a fault: not a client operation
                 raise _without_invocation(operation, Position(source, line=line))
+            del open_calls[process]
             sink.add_pair(opened[1], operation)
             window -= 1
             if not window:
