@@ -81,7 +81,7 @@ from spark_checks.history import (
     Verdict,
     new_call,
 )
-from spark_checks.kafka_checker import CallFacts, facts_fields
+from spark_checks.kafka_checker import facts_fields
 from spark_checks.parallel import (
     PARALLEL_MIN_BYTES,
     Stop,
@@ -849,8 +849,8 @@ def _check_part(
 ) -> Answer:
     """Check one part from its CALLS payloads (here or in a worker process)."""
     plan, context, committed = shared
-    if part == CYCLES_PART and not plan.ships_whole_calls():  # its calls' `CallFacts` alone
-        facts = [CallFacts.from_fields(fields) for payload in payloads for fields in loads(payload)]
+    if part == CYCLES_PART and not plan.ships_whole_calls():  # its calls' facts lists alone (`facts_fields`)
+        facts = [fields for payload in payloads for fields in loads(payload)]
         return Answer(part, check_whole_facts(plan, facts))
     calls, several = decode_part(payloads)
     if plan.model == "kafka" and committed is None and part != CYCLES_PART:
