@@ -832,7 +832,7 @@ class Assignments:
     call, whether such an assignment came (in completion order) since the process's previous
     call: a bisection into the process's assignments, usually answered by the first."""
 
-    __slots__ = ("_named", "calls", "functions", "orders", "values")
+    __slots__ = ("_named", "calls", "firsts", "functions", "orders", "values")
 
     def __init__(self, calls: Iterable[Call]) -> None:
         self.calls: tuple[Call, ...] = tuple(calls)
@@ -843,6 +843,7 @@ class Assignments:
         for call in live:
             self.orders.setdefault(call.process, []).append(_order(call))
             self.values.setdefault(call.process, []).append(analysed_value(call))
+        self.firsts = {process: orders[0] for process, orders in self.orders.items()}
         self._named: dict[tuple[Process, int], frozenset[str]] = {}
 
     def __reduce__(self) -> tuple[type[Assignments], tuple[tuple[Call, ...]]]:
@@ -870,10 +871,9 @@ class _Pruner:
         self.key = key
         self.done: dict[Process, int] = {}
         # Per process, the completion order of its first assignment not yet applied: one
-        # lookup answers the usual question (none since the previous call).
-        self.pending: dict[Process, int] = {
-            process: orders[0] for process, orders in assignments.orders.items()
-        }
+        # lookup answers the usual question (none since the previous call). A copy: a history
+        # may have thousands of processes (one per crash), and 1,000 keys.
+        self.pending: dict[Process, int] = assignments.firsts.copy()
 
     def before(
         self,
@@ -1131,32 +1131,31 @@ def _collect_key(
             continue
         if f not in DATA_FUNCTIONS:
             continue
+        # `_parse`'s fast path: one key's piece of a plain send or poll. `type(x) is list`, not
+        # `x.__class__ is list`: compiled, a C type check, not an attribute lookup.
         value = call.value
-        sent: Any = None
-        pairs: Any = None
-        if value.__class__ is list and len(value) == 1:
-            # `_parse`'s fast path: one key's piece of a plain send or poll.
-            mop = value[0]
-            if mop.__class__ is list and len(mop) > 1 and mop[0].__class__ is str:
-                name = mop[0]
-                polled = mop[1]
-                if name in _POLL and polled.__class__ is dict and len(polled) == 1:
-                    for raw_key, listed in polled.items():
-                        if raw_key.__class__ is str and listed.__class__ is list:
-                            # `()`: nothing of this key read
-                            pairs = () if f == "send" or raw_key != only else listed
-                elif name in _SEND and len(mop) == 3:
-                    raw = mop[1]
-                    key = raw if raw.__class__ is str else str(raw)
-                    sent = mop[2]
-                    if sent.__class__ is list and len(sent) == 2:
-                        if f == "poll" or key != only:
-                            continue  # nothing of this key sent
-                    else:
-                        sent = None
+        sent: list[Any] | None = None
+        pairs: list[Any] | None = None
+        skip = False  # the piece shows nothing of this key
+        mop: Any = value[0] if type(value) is list and len(value) == 1 else None
+        if type(mop) is list and len(mop) > 1 and type(mop[0]) is str:
+            name = mop[0]
+            polled = mop[1]
+            if name in _POLL and type(polled) is dict and len(polled) == 1:
+                for raw_key, listed in polled.items():
+                    if type(raw_key) is str and type(listed) is list:
+                        pairs = listed
+                        skip = f == "send" or raw_key != only
+            elif name in _SEND and len(mop) == 3:
+                raw = mop[1]
+                key = raw if type(raw) is str else str(raw)
+                given = mop[2]
+                if type(given) is list and len(given) == 2:
+                    sent = given
+                    skip = f == "poll" or key != only
+        if skip:
+            continue
         if pairs is not None:
-            if pairs.__class__ is tuple:
-                continue
             if pruner is not None:
                 pruner.before(call, last_reads, last_sends)
             if state is None:
@@ -1194,7 +1193,7 @@ def _add_send(
         if outcome is _OK:
             state.ok_sent.add(v)
             if offset is not None:
-                if offset.__class__ is not int:
+                if type(offset) is not int:
                     raise TypeError  # an offset orders a key's log: an integer
                 current = state.log.setdefault(offset, v)
                 if current != v:
@@ -1203,7 +1202,7 @@ def _add_send(
             state.failed.add(v)
             return  # a failed send is no process's last
         elif offset is not None:
-            if offset.__class__ is not int:
+            if type(offset) is not int:
                 raise TypeError  # as an ok send's: the log may take them
             state.deferred.append((call, [(offset, v)]))
         process = call.process
@@ -1233,7 +1232,7 @@ def _add_poll(
         readers = state.ok_read if ok else state.other_read
         for offset, v in pairs:
             if offset is not None:
-                if offset.__class__ is not int:
+                if type(offset) is not int:
                     raise TypeError  # an offset orders a key's log: an integer
                 current = log.setdefault(offset, v)
                 if current != v:

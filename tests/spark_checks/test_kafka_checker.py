@@ -963,3 +963,46 @@ def test_call_facts_travel_as_json_and_give_the_same_history_facts() -> None:
         assert shipped == [call_facts(call) for call in data]
         others = [call for call in calls if call.f in ("assign", "subscribe")]
         assert history_facts([*shipped, *others]) == history_facts([*data, *others])
+
+
+def test_shipped_rows_read_as_pieces_are_read_as_their_calls() -> None:
+    # Stage 2 reads a key's pieces without making `Call`s (`pieces_of` of the decoded rows,
+    # through `DecodedCalls`): what it reads of each (process, function, analysed value,
+    # outcome, indices) is what `Piece.of` reads of the call the row encodes, for every
+    # outcome and value (an ok call's output that is not its completion's value, none at all).
+    from spark_checks.distributed import call_fields, call_from_fields, decode_part, dumps
+    from spark_checks.kafka_checker import Piece, analysed_value, pieces_of
+
+    send, sent = [["send", 1, 5]], [["send", 1, [0, 5]]]
+    values = ((send, sent, sent), (send, None, sent), (send, None, None), (None, None, None))
+    calls = [
+        Call(process, f, given, output, outcome, 3, completed, key, completion_value=completion)
+        for process in (0, "nemesis")
+        for f in ("send", "poll", "assign")
+        for outcome in Outcome
+        for given, output, completion in values
+        for completed, key in ((4, "1"), (None, None))
+        if outcome is Outcome.OK or output is None
+    ]
+    # An output equal to the completion's value, not the same JSON: shipped apart.
+    calls.append(Call(1, "send", send, [1.0], Outcome.OK, 5, 6, completion_value=[1]))
+    rows = [call_fields(call) for call in calls]
+    decoded, several = decode_part([dumps(rows[:7]), dumps(rows[7:])])
+    assert not several
+    assert list(decoded) == [call_from_fields(row) for row in rows] == calls
+    expected = [Piece.of(call) for call in calls]
+    for got in (decoded.pieces(), pieces_of(rows)):
+        # `dumps` of the values: [1] == [1.0], yet they are not the same value
+        read = [(p.process, p.f, dumps(p.value), p.outcome, p.invoke_index, p.complete_index) for p in got]
+        assert read == [
+            (
+                call.process,
+                call.f,
+                dumps(analysed_value(call)),
+                call.outcome,
+                call.invoke_index,
+                call.complete_index,
+            )
+            for call in calls
+        ]
+    assert any(p.value is None for p in expected) and any(dumps(p.value) == b"[1.0]" for p in expected)
