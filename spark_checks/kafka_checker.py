@@ -1537,8 +1537,8 @@ def _analyze_key(
     # no-writer-of-value
     writer_of = state.writer_of
     for readers in (ok_read, state.other_read):
-        for v in readers.keys() - writer_of.keys():
-            if readers is state.other_read and v in ok_read:
+        for v in readers:  # (`_result` sorts the records)
+            if v in writer_of or (readers is state.other_read and v in ok_read):
                 continue
             record = {"key": key, "value": v, "reader": reader_ref(v)}
             position = by_value.get(v)
@@ -2383,6 +2383,9 @@ def _assignment_order(assignment: _Assignment) -> int:
     return assignment.order
 
 
+_PLAIN_KEY_TYPES: Final = frozenset({int, str})
+
+
 def _named_keys(call: Call | CallFacts, known: dict[tuple[Any, ...], frozenset[Key]]) -> frozenset[Key]:
     """The keys an assign names as `call_facts` lists them (its `offsets`), as a set built key
     by key in that order; one set per distinct list of keys (`known`: most assigns repeat a
@@ -2397,7 +2400,7 @@ def _named_keys(call: Call | CallFacts, known: dict[tuple[Any, ...], frozenset[K
         return frozenset()
     # Equal lists give equal strings when their keys are all exact ints or strings (1, True
     # and 1.0 are equal, their strings are not).
-    if not all(key.__class__ is int or key.__class__ is str for key in value):
+    if not set(map(type, value)) <= _PLAIN_KEY_TYPES:
         return frozenset(map(str, value))
     token = tuple(value)
     named = known.get(token)
@@ -2619,7 +2622,9 @@ def _apply_assignment(
         if polls > lag_of.first:
             worst.measure(process, key, lag_of, state.last_started)
         dropped[key] = lag_of
-    for key in named - held.keys():
+    # (`frozenset - dict_keys` is a set at run time, made by `dict_keys`' reflected operator.)
+    named_keys: Any = named
+    for key in named_keys - held.keys():
         if key in dropped:
             lag_of = dropped.pop(key)
             lag_of.offset = -1
@@ -2691,9 +2696,8 @@ def _unseen_merge(
 
 def _no_writer(state: _KeyState[C]) -> bool:
     """Some value of this key was read that no call sent."""
-    return bool(
-        state.ok_read.keys() - state.writer_of.keys() or state.other_read.keys() - state.writer_of.keys()
-    )
+    writer_of = state.writer_of  # a loop, not a set difference built per key
+    return any(v not in writer_of for v in state.ok_read) or any(v not in writer_of for v in state.other_read)
 
 
 def _no_writer_deviation(keys: list[Key], deviations: list[JsonValue]) -> None:
