@@ -565,12 +565,11 @@ def split_rows(plan: Plan, ops: Iterable[tuple[int, Op]], source: str, split: in
                     raise _invokes_while_open(first[1], operation, Position(source, line=line))
                 open_calls[process] = line, operation
                 continue
-            opened = open_calls.get(process)  # (`pop`'s default costs a method call compiled)
+            opened = open_calls.pop(process, None)
             if opened is None:
                 if operation[2] is _INFO_TYPE:
                     continue  # e.g. a nemesis announcing a fault: not a client operation
                 raise _without_invocation(operation, Position(source, line=line))
-            del open_calls[process]
             sink.add_pair(opened[1], operation)
             window -= 1
             if not window:
@@ -669,12 +668,12 @@ def _fast_pieces(invocation: Op, completion: Op, sink: _Sink) -> bool:
     value = given if done is None else done  # `kafka_checker.analysed_value`
     keys: list[str] | None = None
     if f == "send":
-        key = kafka_checker.single_send_key(value)
-        keys = [key] if key is not None else kafka_checker.plain_sends(value)
-        offsets = kafka_checker.plain_max_offsets(f, value)
+        send = kafka_checker.single_send(value)  # its key and offsets, in one look
+        keys = [send[0]] if send is not None else kafka_checker.plain_sends(value)
+        offsets = send[1] if send is not None else kafka_checker.plain_max_offsets(f, value)
     elif f == "poll":
         offsets = kafka_checker.plain_poll_offsets(value)  # its keys, in the same pass
-        keys = None if offsets is None else sorted(offsets)
+        keys = None if offsets is None else sorted(offsets) if len(offsets) > 1 else list(offsets)
     if keys is None:
         return False
     kind = completion[2]

@@ -471,9 +471,28 @@ def _single_send_key(call: Call) -> Key | None:
 def single_send_key(value: JsonValue) -> Key | None:
     """The key of a call whose analysed value is exactly one well-formed send (the commonest
     call of all), which `_keys_of` would find the long way; None for any other shape."""
+    fields = _one_send(value)
+    return None if fields is None else _norm_key(fields[1])
+
+
+def single_send(value: JsonValue) -> tuple[Key, dict[Key, int] | None] | None:
+    """`single_send_key` of a call's analysed value with `plain_max_offsets` of the send, in
+    one look at it (its key made once); None when `single_send_key` is."""
+    fields = _one_send(value)
+    if fields is None:
+        return None
+    key, sent = _norm_key(fields[1]), fields[2]
+    if type(sent) is not list:
+        return key, {}  # no offset: upstream's send map restarts, and nothing follows
+    return key, ({key: sent[0]} if type(sent[0]) is int else None)  # (a list of 2: `_one_send`)
+
+
+def _one_send(value: JsonValue) -> list[Any] | None:
+    """The send of a value that is exactly one well-formed send ([send, key, value or
+    [offset, value]]), else None. Typed locals and `type` checks: compiled, C reads."""
     if type(value) is not list:
         return None
-    mops: list[Any] = value  # typed, so that compiled its reads are C reads (as below)
+    mops: list[Any] = value
     if len(mops) != 1:
         return None
     mop = mops[0]
@@ -487,8 +506,7 @@ def single_send_key(value: JsonValue) -> Key | None:
         return None  # malformed: the long way says so
     if type(sent) is tuple:
         return None
-    key = fields[1]
-    return key if type(key) is str else str(key)
+    return fields
 
 
 def plain_sends(value: JsonValue) -> list[Key] | None:
