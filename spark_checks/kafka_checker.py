@@ -155,7 +155,7 @@ from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Generic, Literal, NamedTuple, TypeVar
+from typing import Any, Final, Literal, NamedTuple, TypeVar, cast
 
 from spark_checks.history import (
     UNNAMED,
@@ -777,11 +777,13 @@ def _piece_order(piece: Piece) -> int:
     return index if index is not None else _LAST + piece.invoke_index
 
 
-C = TypeVar("C", Call, Piece)
-"""How a check holds its calls: the whole history's as `Call`s, one key's as `Piece`s."""
+_AnyCall = Call | Piece
+"""How a check holds its calls: the whole history's as `Call`s, one key's as `Piece`s. (Not a
+type variable of generic classes: compiled, `Generic` classes are not native, and pass 1 reads
+`_KeyState`'s fields for every call.)"""
 
 
-class _KeyState(Generic[C]):
+class _KeyState:
     """Everything pass 2 needs about one key."""
 
     __slots__ = (
@@ -803,17 +805,17 @@ class _KeyState(Generic[C]):
     def __init__(self) -> None:
         self.log: dict[Any, Any] = {}  # offset -> first value seen there
         self.conflicts: dict[Any, set[Any]] = {}  # offset -> every value, when several
-        self.ok_read: dict[Any, C] = {}  # value -> first ok reader
-        self.other_read: dict[Any, C] = {}  # value -> first fail/info reader
-        self.writer_of: dict[Any, C] = {}  # value -> last writer
+        self.ok_read: dict[Any, _AnyCall] = {}  # value -> first ok reader
+        self.other_read: dict[Any, _AnyCall] = {}  # value -> first fail/info reader
+        self.writer_of: dict[Any, _AnyCall] = {}  # value -> last writer
         self.failed: set[Any] = set()  # values sent by failed calls
         self.ok_sent: set[Any] = set()  # values sent by ok calls
-        self.deferred: list[tuple[C, list[tuple[Any, Any]]]] = []  # info sends with offsets
-        self.int_polls: list[tuple[C, list[Any]]] = []  # calls reading >= 2 values
-        self.int_sends: list[tuple[C, list[Any]]] = []  # calls sending >= 2 values
-        self.poll_pairs: list[tuple[C, Any, C, Any]] = []  # (prev, last v, call, first v)
-        self.send_pairs: list[tuple[C, Any, C, Any]] = []
-        self.precommitted: list[tuple[C, list[Any]]] = []
+        self.deferred: list[tuple[_AnyCall, list[tuple[Any, Any]]]] = []  # info sends with offsets
+        self.int_polls: list[tuple[_AnyCall, list[Any]]] = []  # calls reading >= 2 values
+        self.int_sends: list[tuple[_AnyCall, list[Any]]] = []  # calls sending >= 2 values
+        self.poll_pairs: list[tuple[_AnyCall, Any, _AnyCall, Any]] = []  # (prev, last v, call, first v)
+        self.send_pairs: list[tuple[_AnyCall, Any, _AnyCall, Any]] = []
+        self.precommitted: list[tuple[_AnyCall, list[Any]]] = []
 
     def put(self, offset: Any, value: Any) -> None:
         current = self.log.setdefault(offset, value)
@@ -828,12 +830,12 @@ class _KeyState(Generic[C]):
             values.add(value)
 
 
-class _Collected(Generic[C]):
+class _Collected:
     __slots__ = ("calls", "mixed", "ordered", "states", "sub_via_seen")
 
     def __init__(self) -> None:
-        self.states: dict[Key, _KeyState[C]] = {}
-        self.ordered: list[C] = []
+        self.states: dict[Key, _KeyState] = {}
+        self.ordered: list[Call] | list[Piece] = []
         self.sub_via_seen: set[str] = set()
         self.mixed = False  # some call both sent and polled
         self.calls = 0
@@ -896,8 +898,8 @@ class _Pruner:
     def before(
         self,
         call: Piece,
-        last_reads: dict[Process, dict[Key, tuple[Piece, Any]]],
-        last_sends: dict[Process, dict[Key, tuple[Piece, Any]]],
+        last_reads: dict[Process, dict[Key, tuple[_AnyCall, Any]]],
+        last_sends: dict[Process, dict[Key, tuple[_AnyCall, Any]]],
     ) -> None:
         """Apply the assignments of `call`'s process that came before it (ties come after, as
         a stable sort of the part's calls followed by the assignments puts them)."""
@@ -949,9 +951,9 @@ def _collect(
     calls: Iterable[Call],
     assignments: Assignments | None = None,
     deadline: float = math.inf,
-) -> _Collected[Call]:
+) -> _Collected:
     """Pass 1 over a whole history's calls (one key's: `_collect_key`)."""
-    out: _Collected[Call] = _Collected()
+    out: _Collected = _Collected()
     ordered = list(calls)
     out.calls = len(ordered)
     subscribing = SUBSCRIPTION_FUNCTIONS
@@ -963,8 +965,8 @@ def _collect(
     ordered.sort(key=_order)
     out.ordered = ordered
     # Per process: key -> (call that last read/sent it, its last value there).
-    last_reads: dict[Process, dict[Key, tuple[Call, Any]]] = {}
-    last_sends: dict[Process, dict[Key, tuple[Call, Any]]] = {}
+    last_reads: dict[Process, dict[Key, tuple[_AnyCall, Any]]] = {}
+    last_sends: dict[Process, dict[Key, tuple[_AnyCall, Any]]] = {}
     timed = deadline != math.inf
     countdown = _CALLS_PER_CLOCK_READ
     for call in ordered:
@@ -987,11 +989,11 @@ def _collect(
 
 
 def _assign(
-    out: _Collected[C],
-    call: C,
+    out: _Collected,
+    call: _AnyCall,
     value: JsonValue,
-    last_reads: dict[Process, dict[Key, tuple[C, Any]]],
-    last_sends: dict[Process, dict[Key, tuple[C, Any]]],
+    last_reads: dict[Process, dict[Key, tuple[_AnyCall, Any]]],
+    last_sends: dict[Process, dict[Key, tuple[_AnyCall, Any]]],
 ) -> None:
     """Pass 1 at an assign/subscribe call (`value`, its analysed value): its process stops
     tracking the keys it does not name."""
@@ -1010,12 +1012,12 @@ def _assign(
 
 
 def _add_call(
-    out: _Collected[C],
-    call: C,
+    out: _Collected,
+    call: _AnyCall,
     writes: Writes | None,
     reads: Reads | None,
-    last_reads: dict[Process, dict[Key, tuple[C, Any]]],
-    last_sends: dict[Process, dict[Key, tuple[C, Any]]],
+    last_reads: dict[Process, dict[Key, tuple[_AnyCall, Any]]],
+    last_sends: dict[Process, dict[Key, tuple[_AnyCall, Any]]],
 ) -> None:
     """Pass 1 at a data call: its sends and polls (`_parse`) into the keys' states."""
     states = out.states
@@ -1024,7 +1026,7 @@ def _add_call(
     process = call.process
     try:
         if writes is not None:
-            sent_by: dict[Key, tuple[C, Any]] | None = None
+            sent_by: dict[Key, tuple[_AnyCall, Any]] | None = None
             if outcome is not _FAIL:
                 sent_by = last_sends.get(process)
                 if sent_by is None:
@@ -1103,13 +1105,13 @@ def _collect_key(
     only: Key,
     assignments: Assignments | None = None,
     deadline: float = math.inf,
-) -> _Collected[Piece]:
+) -> _Collected:
     """Pass 1 over one key's pieces (in invocation order): `_collect`'s states of `only`, the
     history's assignments taken from `assignments` (`_Pruner`) when the part has none of its
     own. A piece that is one send to the key or one poll of it alone (nearly all of them) is
     read here in place, as `_parse` and `_add_call` read it, without the dictionaries and
     lists `_parse` builds; any other shape goes their way."""
-    out: _Collected[Piece] = _Collected()
+    out: _Collected = _Collected()
     ordered = pieces
     out.calls = len(ordered)
     subscribing = SUBSCRIPTION_FUNCTIONS
@@ -1132,9 +1134,9 @@ def _collect_key(
         ]
     ordered.sort(key=_piece_order)
     out.ordered = ordered
-    state: _KeyState[Piece] | None = None
-    last_reads: dict[Process, dict[Key, tuple[Piece, Any]]] = {}
-    last_sends: dict[Process, dict[Key, tuple[Piece, Any]]] = {}
+    state: _KeyState | None = None
+    last_reads: dict[Process, dict[Key, tuple[_AnyCall, Any]]] = {}
+    last_sends: dict[Process, dict[Key, tuple[_AnyCall, Any]]] = {}
     timed = deadline != math.inf
     countdown = _CALLS_PER_CLOCK_READ
     for call in ordered:
@@ -1197,11 +1199,11 @@ def _collect_key(
 
 
 def _add_send(
-    state: _KeyState[Piece],
+    state: _KeyState,
     call: Piece,
     offset: Any,
     v: Any,
-    last_sends: dict[Process, dict[Key, tuple[Piece, Any]]],
+    last_sends: dict[Process, dict[Key, tuple[_AnyCall, Any]]],
     key: Key,
 ) -> None:
     """`_add_call` of one send, (offset, v), to `key` (whose state is `state`)."""
@@ -1236,10 +1238,10 @@ def _add_send(
 
 
 def _add_poll(
-    state: _KeyState[Piece],
+    state: _KeyState,
     call: Piece,
     pairs: list[Any],
-    last_reads: dict[Process, dict[Key, tuple[Piece, Any]]],
+    last_reads: dict[Process, dict[Key, tuple[_AnyCall, Any]]],
     key: Key,
 ) -> None:
     """`_add_call` of one poll that read `pairs` of `key` (whose state is `state`)."""
@@ -1286,16 +1288,16 @@ def _live_assignments(calls: list[_Timed]) -> list[_Timed]:
     ]
 
 
-class _Committed(Generic[C]):
+class _Committed:
     """`must-have-committed?`, cached per call."""
 
-    def __init__(self, collected: _Collected[C], given: Collection[int] | None, only: Key | None) -> None:
-        self.states: dict[Key, _KeyState[C]] = collected.states
+    def __init__(self, collected: _Collected, given: Collection[int] | None, only: Key | None) -> None:
+        self.states: dict[Key, _KeyState] = collected.states
         self.given = given
         self.only = only
         self.cache: dict[int, bool] = {}
 
-    def __call__(self, call: C) -> bool:
+    def __call__(self, call: _AnyCall) -> bool:
         if call.outcome is _OK:
             return True
         if call.outcome is not _INFO:
@@ -1343,7 +1345,7 @@ class _Order:
 
     __slots__ = ("by_value", "clean", "offsets", "values")
 
-    def __init__(self, state: _KeyState[C]) -> None:
+    def __init__(self, state: _KeyState) -> None:
         log = state.log
         conflicts = state.conflicts
         self.offsets: list[Any] = sorted(log)
@@ -1354,7 +1356,7 @@ class _Order:
         self.by_value: dict[Any, int] = {v: i for i, v in enumerate(self.values)}
         self.clean = not conflicts and len(self.by_value) == len(self.values)
 
-    def values_at(self, state: _KeyState[C], index: int) -> list[Any]:
+    def values_at(self, state: _KeyState, index: int) -> list[Any]:
         """All values seen at the offset of this index."""
         offset = self.offsets[index]
         conflict = state.conflicts.get(offset)
@@ -1377,7 +1379,7 @@ def _skip_fields(record: Record, order: _Order, i: int, j: int) -> Record:
     return record
 
 
-def _first_reader(state: _KeyState[C], value: Any) -> C | None:
+def _first_reader(state: _KeyState, value: Any) -> _AnyCall | None:
     ok = state.ok_read.get(value)
     other = state.other_read.get(value)
     if ok is None or other is None:
@@ -1387,8 +1389,8 @@ def _first_reader(state: _KeyState[C], value: Any) -> C | None:
 
 def _analyze_key(
     key: Key,
-    state: _KeyState[C],
-    committed: Callable[[C], bool],
+    state: _KeyState,
+    committed: Callable[[_AnyCall], bool],
     found: dict[str, list[Record]],
     g1a_targets: dict[Key, set[Any]],
 ) -> None:
@@ -1566,7 +1568,7 @@ def _analyze_key(
 
 
 def _g1a(
-    collected: _Collected[C], only: Key | None, targets: dict[Key, set[Any]], found: dict[str, list[Record]]
+    collected: _Collected, only: Key | None, targets: dict[Key, set[Any]], found: dict[str, list[Record]]
 ) -> None:
     """`g1a-cases`: every (ok reader, key, value) where the value's sender failed."""
     records = found.setdefault("G1a", [])
@@ -1648,7 +1650,7 @@ def _strongly_connected(adjacency: list[list[int]]) -> list[list[int]]:
     return components
 
 
-def _has_backward_read(collected: _Collected[C]) -> bool:
+def _has_backward_read(collected: _Collected) -> bool:
     """Some call read a value before its sender was invoked: a 2-cycle with a realtime edge."""
     for state in collected.states.values():
         writer_of = state.writer_of
@@ -1681,7 +1683,7 @@ class _Graph:
 
     __slots__ = ("nodes", "orders", "states", "wr", "ww")
 
-    def __init__(self, nodes: list[Call], states: dict[Key, _KeyState[Call]]) -> None:
+    def __init__(self, nodes: list[Call], states: dict[Key, _KeyState]) -> None:
         self.nodes = nodes
         self.states = states
         self.wr: list[list[int]] = [[] for _ in nodes]
@@ -1737,7 +1739,7 @@ class _Graph:
         return adjacency
 
 
-def _apply_deferred(state: _KeyState[Call], committed: Callable[[Call], bool]) -> None:
+def _apply_deferred(state: _KeyState, committed: Callable[[_AnyCall], bool]) -> None:
     """`info` sends join the log once shown committed (idempotent)."""
     for call, sends in state.deferred:
         if committed(call):
@@ -1746,9 +1748,14 @@ def _apply_deferred(state: _KeyState[Call], committed: Callable[[Call], bool]) -
                     state.put(offset, v)
 
 
-def _build_graph(collected: _Collected[Call], committed: Callable[[Call], bool], ww_deps: bool) -> _Graph:
+def _whole_calls(collected: _Collected) -> list[Call]:
+    """The calls of a whole history's pass 1 (`_collect` holds `Call`s)."""
+    return cast(list[Call], collected.ordered)
+
+
+def _build_graph(collected: _Collected, committed: Callable[[_AnyCall], bool], ww_deps: bool) -> _Graph:
     states = collected.states
-    nodes = [call for call in collected.ordered if call.f in DATA_FUNCTIONS]
+    nodes = [call for call in _whole_calls(collected) if call.f in DATA_FUNCTIONS]
     graph = _Graph(nodes, states)
     node_of = {id(call): n for n, call in enumerate(nodes)}
     for n, call in enumerate(nodes):
@@ -1790,8 +1797,8 @@ def _components(graph: _Graph, members: list[int], ww: bool, wr: bool, realtime:
 
 
 def _cycles(
-    collected: _Collected[Call],
-    committed: Callable[[Call], bool],
+    collected: _Collected,
+    committed: Callable[[_AnyCall], bool],
     found: dict[str, list[Record]],
     ww_deps: bool,
     deadline: float = math.inf,
@@ -1839,19 +1846,19 @@ def _cycles(
             _report_cycle(found, "G1c-realtime", graph, component, True, True, True, len(component))
 
 
-def _data_calls(collected: _Collected[Call]) -> int:
+def _data_calls(collected: _Collected) -> int:
     return sum(1 for call in collected.ordered if call.f in DATA_FUNCTIONS)
 
 
-def _any_edge(collected: _Collected[Call]) -> bool:
+def _any_edge(collected: _Collected) -> bool:
     """Whether Elle's graph has an edge, without building it: a value polled by a call
     other than its writer, or an `ok` call completed before another call's invocation."""
     return any(_wr_edge_of(collected, state) for state in collected.states.values()) or _realtime_edge(
-        collected.ordered
+        _whole_calls(collected)
     )
 
 
-def _wr_edge_of(collected: _Collected[C], state: _KeyState[C]) -> bool:
+def _wr_edge_of(collected: _Collected, state: _KeyState) -> bool:
     """A value of this key polled by a call other than its writer (Elle's wr edge)."""
     writer_of = state.writer_of
     for readers in (state.ok_read, state.other_read):
@@ -1871,7 +1878,7 @@ def _realtime_edge(ordered: Sequence[Call | CallFacts]) -> bool:
     return first_done is not None and any(c.invoke_index > first_done for c in calls)
 
 
-def _several_readers(collected: _Collected[C], state: _KeyState[C]) -> bool:
+def _several_readers(collected: _Collected, state: _KeyState) -> bool:
     # `ok_read`/`other_read` keep one reader per value; a value's other readers also get a wr
     # edge from its writer when it is not theirs. Only a value whose first reader is its own
     # writer can hide such an edge, and a writer that polls its own value is rare: look again.
@@ -1882,7 +1889,7 @@ def _several_readers(collected: _Collected[C], state: _KeyState[C]) -> bool:
     return False
 
 
-def _wr_edge_exists(collected: _Collected[C]) -> bool:
+def _wr_edge_exists(collected: _Collected) -> bool:
     for call in collected.ordered:
         if call.f not in DATA_FUNCTIONS:
             continue
@@ -2001,7 +2008,7 @@ def _ww_step(first: Call, second: Call, graph: _Graph) -> Record:
     return {"type": "ww"}  # pragma: no cover - the edge came from such a pair
 
 
-def _wr_step(writer: Call, reader: Call, states: dict[Key, _KeyState[Call]]) -> Record:
+def _wr_step(writer: Call, reader: Call, states: dict[Key, _KeyState]) -> Record:
     _, reads = _parse(reader, None)
     for key, pairs in (reads or {}).items():
         writer_of = states[key].writer_of
@@ -2324,15 +2331,12 @@ def realtime_lag_summary(calls: Iterable[Call]) -> dict[str, JsonValue]:
     """`lag_summary(realtime_lags(calls))` without listing every (poll, key) lag, which is
     polls x assigned keys: for a fixed offset a process's lag on a key only grows with its
     polls' times, so each stretch of polls at one offset is measured at its last poll."""
-    rows: list[list[Any]] = []
-    assignments: list[_Assignment] = []
     named: dict[tuple[Any, ...], frozenset[Key]] = {}
-    for call in calls:
-        if call.f in SUBSCRIPTION_FUNCTIONS:
-            assignments.append(_Assignment(call, _named_keys(call, named)))
-        else:
-            rows.append(_facts_row(call))
-    return _lag_summary_of(_in_order(rows), sorted(assignments, key=_assignment_order))
+    sequence: list[list[Any] | _Assignment] = [
+        _Assignment(call, _named_keys(call, named)) if call.f in SUBSCRIPTION_FUNCTIONS else _facts_row(call)
+        for call in calls
+    ]
+    return _lag_summary_of(*_split_in_order(sequence))
 
 
 def _facts_row(call: Call | CallFacts) -> list[Any]:
@@ -2386,7 +2390,7 @@ class _Assignment:
     its `_order`, times, and the keys it names (`_named_keys`; none for a subscribe, which
     drops them all)."""
 
-    __slots__ = ("complete_time", "invoke_time", "named", "ok", "order", "process")
+    __slots__ = ("complete_time", "invoke_time", "named", "ok", "order", "process", "rows_before")
 
     def __init__(self, call: Call | CallFacts, named: frozenset[Key]) -> None:
         self.process: Process = call.process
@@ -2395,10 +2399,43 @@ class _Assignment:
         self.invoke_time: Any = call.invoke_time
         self.complete_time: Any = call.complete_time
         self.named = named
+        self.rows_before = 0  # the facts lists before it in completion order (`_lag_summary_of`)
 
 
 def _assignment_order(assignment: _Assignment) -> int:
     return assignment.order
+
+
+def _item_order(item: list[Any] | _Assignment) -> Any:
+    return item.order if isinstance(item, _Assignment) else _row_order(item)
+
+
+def _split_in_order(sequence: list[list[Any] | _Assignment]) -> tuple[list[list[Any]], list[_Assignment]]:
+    """Facts lists and assignments, each in completion order, of `sequence` sorted by `_order`
+    (stable: of equal orders, the one first in `sequence` first), each assignment placed by
+    `rows_before`."""
+    rows: list[list[Any]] = []
+    assignments: list[_Assignment] = []
+    for item in sorted(sequence, key=_item_order):
+        if isinstance(item, _Assignment):
+            item.rows_before = len(rows)
+            assignments.append(item)
+        else:
+            rows.append(item)
+    return rows, assignments
+
+
+def _placed_after(rows: list[list[Any]], assignments: list[_Assignment]) -> list[_Assignment]:
+    """`assignments` in completion order (stable), each placed after the facts lists (`rows`,
+    in completion order) of an order not above its own: `_split_in_order` of the rows
+    followed by the assignments, without sorting the rows again."""
+    placed = sorted(assignments, key=_assignment_order)
+    index = 0
+    for assignment in placed:
+        while index < len(rows) and _row_order(rows[index]) <= assignment.order:
+            index += 1
+        assignment.rows_before = index
+    return placed
 
 
 _PLAIN_KEY_TYPES: Final = frozenset({int, str})
@@ -2520,8 +2557,8 @@ class _WorstLag:
 
 def _lag_summary_of(rows: list[list[Any]], assignments: list[_Assignment]) -> dict[str, JsonValue]:
     """`realtime_lag_summary` of facts lists (`facts_fields`; `_OTHER_KIND` for calls of other
-    functions) and of assign/subscribe calls, each in completion order (an assignment of the
-    same order as a facts list comes after it).
+    functions) and of assign/subscribe calls, each in completion order, each assignment
+    taken after its `rows_before` facts lists.
 
     Per (process, key) one `_KeyLag`, found by one dict lookup per key a poll shows; the
     stretches an assign ends are measured there and then, a process's stretches still open
@@ -2536,12 +2573,10 @@ def _lag_summary_of(rows: list[list[Any]], assignments: list[_Assignment]) -> di
     first_lag: Record | None = None  # the first (poll, key) lag, Jepsen's worst when all are 0
     pending = len(assignments)
     at = 0
-    for row in rows:
-        if at < pending:
-            order = _row_order(row)
-            while at < pending and assignments[at].order < order:
-                _apply_assignment(assignments[at], processes, expired, worst)
-                at += 1
+    for index, row in enumerate(rows):
+        while at < pending and assignments[at].rows_before <= index:
+            _apply_assignment(assignments[at], processes, expired, worst)
+            at += 1
         kind: int = row[1]
         if kind % 3:  # not ok
             continue
@@ -2653,12 +2688,12 @@ def _apply_assignment(
     state.named = named
 
 
-def _unseen_merge_keys(collected: _Collected[Call]) -> dict[Key, list[Any]]:
+def _unseen_merge_keys(collected: _Collected) -> dict[Key, list[Any]]:
     """Keys where Jepsen's `unseen` fold counts polled values as unseen: the last `ok` data
     call polled them, and no earlier `ok` data call sent to or polled the key (nor this one
     sent to it). Values per key, sorted."""
     last = None
-    for call in reversed(collected.ordered):
+    for call in reversed(_whole_calls(collected)):
         if call.outcome is _OK and call.f in DATA_FUNCTIONS:
             last = call
             break
@@ -2676,7 +2711,7 @@ def _unseen_merge_keys(collected: _Collected[Call]) -> dict[Key, list[Any]]:
     ]
     if not candidates:
         return {}  # an earlier ok call read or sent every key the last one polled
-    data = [call for call in collected.ordered if call.outcome is _OK and call.f in DATA_FUNCTIONS]
+    data = [call for call in _whole_calls(collected) if call.outcome is _OK and call.f in DATA_FUNCTIONS]
     touched: set[Key] = set()
     for call in data[:-1]:
         writes, reads = _parse(call, None)
@@ -2712,7 +2747,7 @@ def _unseen_merge(
         )
 
 
-def _no_writer(state: _KeyState[C]) -> bool:
+def _no_writer(state: _KeyState) -> bool:
     """Some value of this key was read that no call sent."""
     writer_of = state.writer_of  # a loop, not a set difference built per key
     return any(v not in writer_of for v in state.ok_read) or any(v not in writer_of for v in state.other_read)
@@ -2807,7 +2842,7 @@ class HistoryFacts:
         return HistoryFacts(operations, frozenset(seen), data_calls, realtime_edge, last, transactions, lag)
 
 
-def _key_facts(key: Key, collected: _Collected[C]) -> KeyFacts:
+def _key_facts(key: Key, collected: _Collected) -> KeyFacts:
     state = collected.states.get(key)
     if state is None:
         return KeyFacts(key, False, False, False, False, None, ())
@@ -2823,9 +2858,7 @@ def _key_facts(key: Key, collected: _Collected[C]) -> KeyFacts:
     )
 
 
-def _sole_reader(
-    key: Key, collected: _Collected[C], state: _KeyState[C]
-) -> tuple[int | None, tuple[Any, ...]]:
+def _sole_reader(key: Key, collected: _Collected, state: _KeyState) -> tuple[int | None, tuple[Any, ...]]:
     if state.ok_sent or len({id(reader) for reader in state.ok_read.values()}) > 1:
         return None, ()  # two ok calls touched the key (looked for only where it may be otherwise)
     touching = [
@@ -2850,24 +2883,41 @@ def history_facts(calls: Iterable[Call | CallFacts | list[Any]]) -> HistoryFacts
     and failed ones, left out: they change no lag)."""
     rows: list[list[Any]] = []
     subscriptions: list[Call | CallFacts] = []
+    rows_before: list[int] = []  # per subscription, the other calls before it as given
     for call in calls:
         if isinstance(call, list):
             rows.append(call)
         elif call.f in SUBSCRIPTION_FUNCTIONS:
             subscriptions.append(call)
+            rows_before.append(len(rows))
         else:
             rows.append(_facts_row(call))
     operations = len(rows) + len(subscriptions)
-    seen = frozenset(call.f for call in subscriptions)
-    rows = _in_order(rows)
-    active: set[Process] = set()
+    active = {row[0] for row in rows}
+    named: dict[tuple[Any, ...], frozenset[Key]] = {}
+    live = [
+        (before, _Assignment(call, _named_keys(call, named)))
+        for before, call in zip(rows_before, subscriptions, strict=True)
+        if call.outcome is not _FAIL and call.process in active
+    ]
+    if rows_before and rows_before[0] < len(rows):  # mixed as given: sorted whole, stably
+        sequence: list[list[Any] | _Assignment] = []
+        start = 0
+        for before, assignment in live:
+            sequence.extend(rows[start:before])
+            sequence.append(assignment)
+            start = before
+        sequence.extend(rows[start:])
+        rows, assignments = _split_in_order(sequence)
+    else:  # stage 1's lists, then the assign/subscribe calls (`check_whole_facts`)
+        rows = _in_order(rows)
+        assignments = _placed_after(rows, [assignment for _, assignment in live])
     data = 0
     first_done: Any = None  # the least completion index of an ok data call
     last_invoked: Any = None  # the greatest invocation index of a data call
     last: Any = None  # the invocation index of the last ok data call
     transactions = False
     for row in rows:
-        active.add(row[0])
         kind: int = row[1]
         if kind >= _OTHER_KIND:
             continue
@@ -2882,20 +2932,14 @@ def history_facts(calls: Iterable[Call | CallFacts | list[Any]]) -> HistoryFacts
             completed = row[3]
             if completed is not None and (first_done is None or completed < first_done):
                 first_done = completed
-    named: dict[tuple[Any, ...], frozenset[Key]] = {}
-    live = [
-        _Assignment(call, _named_keys(call, named))
-        for call in subscriptions
-        if call.outcome is not _FAIL and call.process in active
-    ]
     return HistoryFacts(
         operations,
-        seen,
+        frozenset(call.f for call in subscriptions),
         data,
         first_done is not None and last_invoked > first_done,  # Elle's realtime edge, as `_realtime_edge`
         last,
         transactions,
-        _lag_summary_of(rows, sorted(live, key=_assignment_order)),
+        _lag_summary_of(rows, assignments),
     )
 
 
@@ -3135,7 +3179,7 @@ def _check_all(
             sorted(k for k, state in collected.states.items() if _no_writer(state)), deviations
         )
         extra["deviations_from_jepsen"] = deviations
-        extra["realtime_lag"] = realtime_lag_summary(collected.ordered)
+        extra["realtime_lag"] = realtime_lag_summary(_whole_calls(collected))
         seen, operations, keys = collected.sub_via_seen, collected.calls, len(collected.states)
     used = seen if options.sub_via is None else set(options.sub_via)
     evidence = "whole history" if only is None else "this key only"
@@ -3154,9 +3198,9 @@ def _check_all(
 
 
 def _analyze_keys(
-    collected: _Collected[C],
+    collected: _Collected,
     only: Key | None,
-    committed: _Committed[C],
+    committed: _Committed,
     found: dict[str, list[Record]],
     deadline: float,
 ) -> None:
@@ -3302,7 +3346,7 @@ def _with_seconds(result: CheckResult, seconds: float) -> CheckResult:
     )
 
 
-def _committed_by_own_reads(collected: _Collected[C]) -> frozenset[int]:
+def _committed_by_own_reads(collected: _Collected) -> frozenset[int]:
     # `committed_info_calls` over the collected calls: an info data call committed if a value
     # it sent was read by an ok call (`ok_read` holds exactly those values, per key).
     states = collected.states
