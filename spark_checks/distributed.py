@@ -92,7 +92,7 @@ from spark_checks.parallel import (
     stop_reason,
     worth_workers,
 )
-from spark_checks.readers._common import make_operation, nests_deeper, shown, utf8_text
+from spark_checks.readers._common import line_fields, make_operation, nests_deeper, shown, utf8_text
 from spark_checks.readers.edn import EXPECTED_OP, iter_forms
 from spark_checks.readers.jsonl import EXPECTED, LINE_NESTING, decode_line, first_long_integer
 
@@ -253,15 +253,13 @@ than this: shorter lines skip the depth check (`decode_line` makes it for the re
 
 
 def usual_op(obj: dict[str, Any]) -> Op | None:
-    """The usual operation as an `Op`, checked as `make_operation` checks it; else None.
-    (`obj.get(...)`, not `get = obj.get`: compiled, a C call, not a bound method's.)"""
-    kind, index, f = obj.get("type"), obj.get("index"), obj.get("f")
+    """The usual operation as an `Op`, checked as `make_operation` checks it; else None."""
+    index, time, process, kind, f, value, key = line_fields(obj)
     op_type = _TYPES.get(kind) if type(kind) is str else None
     if op_type is None or type(index) is not int or index < 0 or type(f) is not str:
         return None
-    process, time = obj.get("process"), obj.get("time")
     if (type(process) is int or type(process) is str) and (time is None or type(time) is int):
-        return index, process, op_type, f, obj.get("value"), obj.get("key"), time
+        return index, process, op_type, f, value, key, time
     return None
 
 
@@ -676,8 +674,7 @@ def _fast_pieces(invocation: Op, completion: Op, sink: _Sink) -> bool:
         keys = None if offsets is None else sorted(offsets) if len(offsets) > 1 else list(offsets)
     if keys is None:
         return False
-    kind = completion[2]
-    process, invoked, completed = invocation[1], invocation[0], completion[0]
+    kind, process, invoked, completed = completion[2], invocation[1], invocation[0], completion[0]
     times = invocation[6], completion[6]
     if sink.whole_calls:
         sink.add(CYCLES_PART, kafka_fields(process, f, value, kind, invoked, completed, invocation[5], times))
