@@ -914,7 +914,9 @@ class _Pruner:
             return  # no assignment since the process's previous call
         orders = self.assignments.orders[process]
         start = self.done.get(process, 0)
-        end = bisect_left(orders, order, start)
+        end = start + 1  # `bisect_left(orders, order, start)`: a generic call, most often 1 step
+        while end < len(orders) and orders[end] < order:
+            end += 1
         self.done[process] = end
         if end < len(orders):
             self.pending[process] = orders[end]
@@ -1250,7 +1252,12 @@ def _add_poll(
     try:
         log = state.log
         readers = state.ok_read if ok else state.other_read
-        for offset, v in pairs:
+        for pair in pairs:
+            if type(pair) is list and len(pair) == 2:
+                offset = pair[0]  # compiled: two list reads, not an iterator's unpacking
+                v = pair[1]
+            else:
+                offset, v = pair
             if offset is not None:
                 if type(offset) is not int:
                     raise TypeError  # an offset orders a key's log: an integer
