@@ -965,6 +965,31 @@ def test_call_facts_travel_as_json_and_give_the_same_history_facts() -> None:
         assert history_facts([*shipped, *others]) == history_facts([*data, *others])
 
 
+def test_history_facts_read_the_shipped_lists_in_any_order_as_the_calls() -> None:
+    # The whole-history part reads stage 1's lists as they come (no `CallFacts` each): in
+    # completion order or not (a part's rows come in the order of Spark's splits), with the
+    # assign/subscribe calls after them or mixed in, it finds what the calls give, lag and all.
+    import random
+
+    from spark_checks.distributed import dumps, loads
+    from spark_checks.kafka_checker import call_facts_fields, history_facts
+
+    for seed in range(4):
+        history = generate_history(300, 4, seed=seed, crash_share=0.05, fail_share=0.1, info_share=0.1)
+        calls = list(pair_calls(history))
+        data = [call for call in calls if call.f in ("send", "poll", "txn")]
+        others = [call for call in calls if call.f in ("assign", "subscribe")]
+        expected = history_facts([*data, *others])
+        assert expected.realtime_lag["by_process_key_count"]
+        rows = loads(dumps([call_facts_fields(call) for call in data]))
+        assert history_facts([*rows, *others]) == expected
+        random.Random(seed).shuffle(rows)
+        assert history_facts([*rows, *others]) == expected
+        mixed = [*rows, *others]
+        random.Random(seed).shuffle(mixed)
+        assert history_facts(mixed) == expected
+
+
 def test_shipped_rows_read_as_pieces_are_read_as_their_calls() -> None:
     # Stage 2 reads a key's pieces without making `Call`s (`pieces_of` of the decoded rows,
     # through `DecodedCalls`): what it reads of each (process, function, analysed value,
