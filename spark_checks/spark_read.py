@@ -385,20 +385,26 @@ def check_frame(calls: DataFrame, plan: Plan, committed: frozenset[int] | None, 
     rows = calls.where(~every).select(bucket, "part", "payload")
     rows = rows.unionByName(calls.where(every).select(copies, "part", "payload"))
 
-    def task(table: pa.Table) -> pa.Table:
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         def answers() -> Iterator[distributed.Answer]:
-            parts: dict[str, list[bytes]] = {}
-            names = cast("list[str]", table.column("part").to_pylist())
-            payloads = cast("list[bytes]", table.column("payload").to_pylist())
-            for name, payload in zip(names, payloads, strict=True):
-                parts.setdefault(name, []).append(payload)
-            if len(parts) > (distributed.SUBSCRIPTIONS_PART in parts):
-                yield from distributed.check_rows(plan, parts, committed)
+            groups: dict[int, dict[str, list[bytes]]] = {}
+            for batch in batches:
+                columns = (batch.column(name).to_pylist() for name in ("bucket", "part", "payload"))
+                for group, name, payload in zip(*columns, strict=True):
+                    groups.setdefault(group, {}).setdefault(name, []).append(payload)
+            for parts in groups.values():  # one bucket (a partition of repartitionById's)
+                if len(parts) > (distributed.SUBSCRIPTIONS_PART in parts):
+                    yield from distributed.check_rows(plan, parts, committed)
 
         checked = [pickle.dumps(answer) for answer in _guarded(answers, "stage 2 (checking)", _bug_answer)]
-        return pa.table({"answer": pa.array(checked, pa.binary())})
+        yield pa.RecordBatch.from_arrays([pa.array(checked, pa.binary())], names=["answer"])
 
-    return rows.repartitionById(buckets, "bucket").groupBy("bucket").applyInArrow(task, ANSWER_SCHEMA)
+    # A task per bucket, no grouping: `repartitionById` puts bucket i in partition i, and a task
+    # takes its partition's rows as they come (groupBy("bucket").applyInArrow sorted each one
+    # by bucket and gathered it into one Arrow table first: stage 2's tasks' JVM 0.7-0.9 CPU-s
+    # at 10^6 operations, now 0.5-0.6; JSON Lines, 3 runs each, load 6-7). A task still checks
+    # each bucket apart, should one ever get several.
+    return rows.repartitionById(buckets, "bucket").mapInArrow(task, ANSWER_SCHEMA)
 
 
 HEAD_LINES: Final = 2000
