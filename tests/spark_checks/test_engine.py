@@ -311,6 +311,26 @@ def test_the_jvm_compiles_fully_only_for_long_jobs() -> None:
         assert "-Dlog4j2.configurationFile=file:" in driver_java_options(size)
 
 
+def test_only_a_local_driver_gets_the_parallel_collector() -> None:
+    # The local-mode JVM runs every task; a cluster's driver keeps the JVM's default collector.
+    from spark_checks.spark_session import LOCAL_GC, driver_java_options
+
+    assert LOCAL_GC in driver_java_options(0, local=True).split()
+    assert LOCAL_GC not in driver_java_options(0).split()
+
+
+@pytest.mark.spark
+def test_a_local_session_compresses_neither_shuffles_nor_its_cache(spark) -> None:
+    from spark_checks.spark_session import LOCAL_GC, LOCAL_SETTINGS
+
+    conf = spark.sparkContext.getConf()
+    for key, value in LOCAL_SETTINGS.items():
+        assert conf.get(key) == value
+    assert LOCAL_GC in conf.get("spark.driver.extraJavaOptions").split()
+    beans = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+    assert {bean.getName() for bean in beans} == {"PS Scavenge", "PS MarkSweep"}  # the parallel collector's
+
+
 @pytest.mark.spark
 def test_a_local_driver_gets_the_heap_a_large_history_needs(spark) -> None:
     # In local mode the driver JVM runs every task: Spark's 1g default ran out of heap on a
