@@ -92,7 +92,7 @@ from spark_checks.parallel import (
     stop_reason,
     worth_workers,
 )
-from spark_checks.readers._common import line_fields, make_operation, nests_deeper, shown, utf8_text
+from spark_checks.readers._common import make_operation, nests_deeper, shown, utf8_text
 from spark_checks.readers.edn import EXPECTED_OP, iter_forms
 from spark_checks.readers.jsonl import EXPECTED, LINE_NESTING, decode_line, first_long_integer
 
@@ -253,13 +253,14 @@ than this: shorter lines skip the depth check (`decode_line` makes it for the re
 
 
 def usual_op(obj: dict[str, Any]) -> Op | None:
-    """The usual operation as an `Op`, checked as `make_operation` checks it; else None."""
-    index, time, process, kind, f, value, key = line_fields(obj)
+    """The usual operation as an `Op`, checked as `make_operation` checks it (`obj.get`: C); else None."""
+    kind, index, f = obj.get("type"), obj.get("index"), obj.get("f")
     op_type = _TYPES.get(kind) if type(kind) is str else None
     if op_type is None or type(index) is not int or index < 0 or type(f) is not str:
         return None
+    process, time = obj.get("process"), obj.get("time")
     if (type(process) is int or type(process) is str) and (time is None or type(time) is int):
-        return index, process, op_type, f, value, key, time
+        return index, process, op_type, f, obj.get("value"), obj.get("key"), time
     return None
 
 

@@ -10,8 +10,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any, Final
 
-import orjson
-
 from spark_checks.history import HistoryError, JsonValue, Operation, OpType, Position, new_operation
 
 # --- Source conventions ------------------------------------------------------------------------
@@ -170,22 +168,6 @@ def make_operation(
             f"time must be an integer (nanoseconds) or null; got {shown(time)}",
         )
     return new_operation(index, process, op_type, f, obj.get("value"), obj.get("key"), time)
-
-
-_JEPSEN_ORDER: Final = tuple(orjson.loads(b'{"index":0,"time":0,"process":0,"type":0,"f":0,"value":0}'))
-"""The six fields of a line as Jepsen writes them, in its order, as orjson's own key objects
-(it keeps one object per key it reads, so a line's keys usually compare by identity)."""
-
-
-def line_fields(obj: dict[str, Any]) -> tuple[Any, Any, Any, Any, Any, Any, Any]:
-    """A decoded JSON Lines line's (index, time, process, type, f, value, key), None where missing. A line
-    of Jepsen's six fields in its order is read in one pass over its values (compiled: about 600
-    instructions against 1,600 for seven lookups, callgrind on the 10^5-op bench file)."""
-    if tuple(obj) == _JEPSEN_ORDER:
-        index, time, process, kind, f, value = obj.values()
-        return index, time, process, kind, f, value, None
-    index, time, process, kind = obj.get("index"), obj.get("time"), obj.get("process"), obj.get("type")
-    return index, time, process, kind, obj.get("f"), obj.get("value"), obj.get("key")
 
 
 def check_conventions(raw: object, position: Position) -> dict[str, JsonValue]:

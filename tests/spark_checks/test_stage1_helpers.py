@@ -1,20 +1,16 @@
-"""Stage 1's fast helpers against what they stand for, on common and odd values: the Kafka
-shape helpers (`kafka_checker.single_send`, `plain_poll_offsets`, `plain_max_offsets`,
-`restrict_each`) against the helpers they fuse and the long way (`_max_offsets` of a call,
-`_restrict`), and `readers._common.line_fields` against a line's lookups."""
+"""Stage 1's Kafka shape helpers (`kafka_checker.single_send`, `plain_poll_offsets`,
+`plain_max_offsets`, `restrict_each`) against what they stand for: the helpers they fuse,
+and the long way (`_max_offsets` of a call, `_restrict`), on common and odd values."""
 
 from __future__ import annotations
 
-import json
 import random
 from typing import Any
 
-import orjson
 import pytest
 
 from spark_checks import kafka_checker
 from spark_checks.history import HistoryError, Outcome, new_call
-from spark_checks.readers._common import line_fields
 
 ODD_VALUES: list[Any] = [
     [["send", "x", [3, 1]]],
@@ -136,23 +132,3 @@ def test_restrict_each_is_restrict_per_key(value: Any) -> None:
     assert kafka_checker.restrict_each(value, keys) == {
         key: kafka_checker._restrict(value, key) for key in keys
     }
-
-
-@pytest.mark.parametrize(
-    "line",
-    [
-        b'{"index": 3, "time": 30, "process": 1, "type": "ok", "f": "send", "value": [["send", 7, 1]]}',
-        b'{"index": 3, "time": null, "process": "nemesis", "type": "info", "f": "kill", "value": null}',
-        b'{"time": 30, "index": 3, "process": 1, "type": "ok", "f": "send", "value": 1}',
-        b'{"index": 3, "time": 30, "process": 1, "type": "ok", "f": "send", "key": "k", "value": 1}',
-        b'{"index": 3, "process": 1, "type": "ok", "f": "send", "value": 1}',
-        b'{"index": 3, "time": 30, "process": 1, "type": "ok", "f": "send", "valu": 1}',
-        b'{"index": 3, "time": 30, "process": 1, "type": "ok", "f": "send", "value": 1, "extra": 2}',
-        b"{}",
-    ],
-)
-def test_line_fields_are_the_lines_fields(line: bytes) -> None:
-    obj = orjson.loads(line)
-    names = ("index", "time", "process", "type", "f", "value", "key")
-    assert line_fields(obj) == tuple(obj.get(name) for name in names)
-    assert line_fields(json.loads(line)) == tuple(obj.get(name) for name in names)  # keys not orjson's
