@@ -729,7 +729,10 @@ class Piece:
     instructions, where a `Call` (a frozen dataclass of history.py, not compiled) cost ~10,000
     to make from its shipped fields and a generic attribute lookup per read. Stage 2's
     per-key parts are decoded into these (`distributed.decode_part`), and a key's check makes
-    them of the `Call`s it is given (`of`)."""
+    them of the `Call`s it is given (`of`). With `_collect_key`'s in-place reading of plain
+    sends and polls, stage 2's per-key parts, compiled, callgrind, side by side with 61612d7:
+    10^5 bench file 1,656 -> 887 M instructions, 10^6 15.5 -> 8.0 G, 10^5 Jepsen-shaped 3,026
+    -> 1,965 M (its drain polls' pairs and their decoding dominate)."""
 
     __slots__ = ("complete_index", "f", "invoke_index", "outcome", "process", "value")
 
