@@ -592,9 +592,7 @@ def verify_spark(
         while True:
             given = starts() if ordinals else None
             stage1 = spark_read.stage1_frame(session, uri, fmt, plan, source, given, whole)
-            # Kept as the cache's column batches, not serialized (PySpark's MEMORY_AND_DISK is the
-            # serialized level; DataFrame.cache() takes _DESER too): the CALLS shuffle's JVM 0.5-0.6
-            # against 0.6-0.8 CPU-s at 10^6 operations (JSON Lines, 2-3 runs, load 6-9).
+            # Not serialized (PySpark's MEMORY_AND_DISK is): CALLS shuffle JVM 0.6-0.8 -> 0.5-0.6 CPU-s, 10^6.
             stage1 = stage1.persist(StorageLevel.MEMORY_AND_DISK_DESER)
             border = spark_read.border_frame(stage1, plan, source, cores).persist(
                 StorageLevel.MEMORY_AND_DISK_DESER

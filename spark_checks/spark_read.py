@@ -387,23 +387,20 @@ def check_frame(calls: DataFrame, plan: Plan, committed: frozenset[int] | None, 
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         def answers() -> Iterator[distributed.Answer]:
-            groups: dict[int, dict[str, list[bytes]]] = {}
+            parts: dict[str, list[bytes]] = {}
             for batch in batches:
-                columns = (batch.column(name).to_pylist() for name in ("bucket", "part", "payload"))
-                for group, name, payload in zip(*columns, strict=True):
-                    groups.setdefault(group, {}).setdefault(name, []).append(payload)
-            for parts in groups.values():  # one bucket (a partition of repartitionById's)
-                if len(parts) > (distributed.SUBSCRIPTIONS_PART in parts):
-                    yield from distributed.check_rows(plan, parts, committed)
+                columns = (batch.column(name).to_pylist() for name in ("part", "payload"))
+                for name, payload in zip(*columns, strict=True):
+                    parts.setdefault(name, []).append(payload)
+            if len(parts) > (distributed.SUBSCRIPTIONS_PART in parts):
+                yield from distributed.check_rows(plan, parts, committed)
 
         checked = [pickle.dumps(answer) for answer in _guarded(answers, "stage 2 (checking)", _bug_answer)]
         yield pa.RecordBatch.from_arrays([pa.array(checked, pa.binary())], names=["answer"])
 
-    # A task per bucket, no grouping: `repartitionById` puts bucket i in partition i, and a task
-    # takes its partition's rows as they come (groupBy("bucket").applyInArrow sorted each one
-    # by bucket and gathered it into one Arrow table first: stage 2's tasks' JVM 0.7-0.9 CPU-s
-    # at 10^6 operations, now 0.5-0.6; JSON Lines, 3 runs each, load 6-7). A task still checks
-    # each bucket apart, should one ever get several.
+    # `repartitionById` puts bucket i alone in partition i, whose task takes its rows as they come
+    # (groupBy().applyInArrow sorted and gathered them first: stage 2's JVM 0.7-0.9 -> 0.5-0.6
+    # CPU-s at 10^6 operations, JSON Lines, 3 runs each, load 6-7).
     return rows.repartitionById(buckets, "bucket").mapInArrow(task, ANSWER_SCHEMA)
 
 
