@@ -2536,9 +2536,17 @@ class _ProcessLag:
         self.named: frozenset[Key] | None = None
 
 
+def _key_order(key: Key) -> tuple[str, str]:
+    """Keys in one order whatever their types (the least key is named where Jepsen's choice
+    follows a hash map's order)."""
+    return str(type(key)), str(key)
+
+
 class _WorstLag:
     """The first greatest lag measured (Jepsen's `worst-realtime-lag`; 0: none yet): of equal
-    lags, the earliest poll's, and of polls at one time the first measured."""
+    lags, the earliest poll's; of polls at one time the first measured, and of one process's
+    keys measured at one poll the least key (they are measured in the order of a set, which
+    differs from run to run with Python's string hashing)."""
 
     __slots__ = ("key", "lag", "process", "time")
 
@@ -2547,6 +2555,9 @@ class _WorstLag:
         self.time: Any = 0
         self.process: Any = None
         self.key: Any = None
+
+    def key_order(self) -> tuple[str, str]:
+        return _key_order(self.key)
 
     def measure(self, process: Process, key: Key, lag_of: _KeyLag, started: Any) -> None:
         """The lag of the stretch of polls of `key` at `lag_of.offset` that ended with the poll
@@ -2560,7 +2571,14 @@ class _WorstLag:
         if lag > lag_of.max_lag:
             lag_of.max_lag = lag
             lag_of.max_time = started
-        if lag > self.lag or (lag and lag == self.lag and started < self.time):
+        if lag > self.lag or (
+            lag
+            and lag == self.lag
+            and (
+                started < self.time
+                or (started == self.time and process == self.process and _key_order(key) < self.key_order())
+            )
+        ):
             self.lag = lag
             self.time = started
             self.process = process
@@ -2625,7 +2643,7 @@ def _lag_summary_of(rows: list[list[Any]], assignments: list[_Assignment]) -> di
             # Which key Jepsen names here follows its map's iteration order (a hash map's, for
             # more than 8 keys): no order the history gives, so the least key, which every
             # engine agrees on however a poll's keys were split and merged.
-            least = min(held, key=lambda key: (str(type(key)), str(key)))
+            least = min(held, key=_key_order)
             first_lag = {"time": row[4], "process": process, "key": least, "lag": 0}
     while at < pending:
         _apply_assignment(assignments[at], processes, expired, worst)
