@@ -478,10 +478,9 @@ def whole_by_keys(plan: Plan, results: list[CheckResult]) -> tuple[list[CheckRes
 
 def check_whole_facts(plan: Plan, calls: Sequence[Call | kafka_checker.CallFacts | list[Any]]) -> CheckResult:
     """The whole-history part on the per-key route (`_by_keys`, required) from its data calls'
-    `CallFacts` as stage 1 ships them (`kafka_checker.facts_fields`; or from the calls or their
-    `CallFacts`): its `HistoryFacts` in the
-    evidence (`WHOLE_FACTS`); the rest comes from the keys' facts (`whole_by_keys`), and the
-    verdict waits for them."""
+    facts as stage 1 ships them (`kafka_checker.facts_fields`; or from the calls or their
+    `CallFacts`): its `HistoryFacts` in the evidence (`WHOLE_FACTS`); the rest comes from the
+    keys' facts (`whole_by_keys`), and the verdict waits for them."""
     started = time.perf_counter()
     late = _not_checked(plan, CYCLES_PART, calls)
     if late is not None:
