@@ -153,7 +153,7 @@ import sys
 import time
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, NamedTuple, TypeVar, cast
 
@@ -944,6 +944,22 @@ class _OutOfTimeError(Exception):
     """The check reached its deadline (caught in `_check`)."""
 
 
+_Call = TypeVar("_Call", Call, Piece)
+
+
+def _clocked(ordered: list[_Call], deadline: float) -> Iterator[_Call]:
+    """`ordered` for a first pass, the clock read before every `_CALLS_PER_CLOCK_READ`th
+    call (`_OutOfTimeError` past `deadline`; never read without one)."""
+    every = _CALLS_PER_CLOCK_READ
+    if deadline == math.inf:
+        yield from ordered
+        return
+    yield from ordered[: every - 1]
+    for start in range(every - 1, len(ordered), every):
+        _check_clock(deadline)
+        yield from ordered[start : start + every]
+
+
 def _check_clock(deadline: float) -> None:
     if time.time() >= deadline:
         raise _OutOfTimeError
@@ -972,14 +988,7 @@ def _collect(
     # Per process: key -> (call that last read/sent it, its last value there).
     last_reads: dict[Process, dict[Key, tuple[_AnyCall, Any]]] = {}
     last_sends: dict[Process, dict[Key, tuple[_AnyCall, Any]]] = {}
-    timed = deadline != math.inf
-    countdown = _CALLS_PER_CLOCK_READ
-    for call in ordered:
-        if timed:
-            countdown -= 1
-            if not countdown:
-                countdown = _CALLS_PER_CLOCK_READ
-                _check_clock(deadline)
+    for call in _clocked(ordered, deadline):
         f = call.f
         if f in SUBSCRIPTION_FUNCTIONS:
             _assign(out, call, analysed_value(call), last_reads, last_sends)
@@ -1142,14 +1151,7 @@ def _collect_key(
     state: _KeyState | None = None
     last_reads: dict[Process, dict[Key, tuple[_AnyCall, Any]]] = {}
     last_sends: dict[Process, dict[Key, tuple[_AnyCall, Any]]] = {}
-    timed = deadline != math.inf
-    countdown = _CALLS_PER_CLOCK_READ
-    for call in ordered:
-        if timed:
-            countdown -= 1
-            if not countdown:
-                countdown = _CALLS_PER_CLOCK_READ
-                _check_clock(deadline)
+    for call in _clocked(ordered, deadline):
         f = call.f
         if f in SUBSCRIPTION_FUNCTIONS:
             _assign(out, call, call.value, last_reads, last_sends)
