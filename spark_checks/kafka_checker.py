@@ -2107,9 +2107,9 @@ def facts_fields(
     return fields
 
 
-def call_facts_fields(call: Call) -> list[Any]:
-    """`facts_fields` of a data call: its `call_facts`, as stage 1 ships them."""
-    facts = call_facts(call)
+def call_facts_fields(call: Call | CallFacts) -> list[Any]:
+    """`facts_fields` of a data call (or of its `call_facts`), as stage 1 ships them."""
+    facts = call if isinstance(call, CallFacts) else call_facts(call)
     times = facts.invoke_time, facts.complete_time
     return facts_fields(
         facts.process,
@@ -2367,17 +2367,7 @@ def _facts_row(call: Call | CallFacts) -> list[Any]:
             call.invoke_time,
             call.complete_time,
         ]
-    facts = call if isinstance(call, CallFacts) else call_facts(call)
-    times = facts.invoke_time, facts.complete_time
-    return facts_fields(
-        facts.process,
-        facts.f,
-        facts.outcome.value,
-        facts.invoke_index,
-        facts.complete_index,
-        times,
-        facts.offsets,
-    )
+    return call_facts_fields(call)
 
 
 def _row_order(row: list[Any]) -> Any:
