@@ -1399,6 +1399,26 @@ def _first_reader(state: _KeyState, value: Any) -> _AnyCall | None:
     return ok if _order(ok) < _order(other) else other
 
 
+# `_analyze_key`'s helpers are functions, not closures: compiled, a closure and its
+# environment refer to each other, so the key's whole state would outlive the call as cyclic
+# garbage, which stage 2 (its collector off) kept, then scanned at great cost when the
+# collector came back on (10^7 operations on Spark: 17 CPU-s of collections).
+
+
+def _emit(found: dict[str, list[Record]], name: str, record: Record) -> None:
+    found.setdefault(name, []).append(record)
+
+
+def _writer_ref(state: _KeyState, value: Any) -> Record | None:
+    call = state.writer_of.get(value)
+    return None if call is None else op_ref(call)
+
+
+def _reader_ref(state: _KeyState, value: Any) -> Record | None:
+    call = _first_reader(state, value)
+    return None if call is None else op_ref(call)
+
+
 def _analyze_key(
     key: Key,
     state: _KeyState,
@@ -1406,9 +1426,6 @@ def _analyze_key(
     found: dict[str, list[Record]],
     g1a_targets: dict[Key, set[Any]],
 ) -> None:
-    def emit(name: str, record: Record) -> None:
-        found.setdefault(name, []).append(record)
-
     for call, sends in state.deferred:  # info sends join the log once shown committed
         if committed(call):
             for offset, v in sends:
@@ -1417,26 +1434,19 @@ def _analyze_key(
     order = _Order(state)
     offsets, values, by_value = order.offsets, order.values, order.by_value
 
-    def writer_ref(value: Any) -> Record | None:
-        call = state.writer_of.get(value)
-        return None if call is None else op_ref(call)
-
-    def reader_ref(value: Any) -> Record | None:
-        call = _first_reader(state, value)
-        return None if call is None else op_ref(call)
-
     # inconsistent-offsets
     for offset in sorted(state.conflicts, key=_sort_token):
         clash = sorted(state.conflicts[offset], key=_sort_token)
-        emit(
+        _emit(
+            found,
             "inconsistent-offsets",
             {
                 "key": key,
                 "offset": offset,
                 "index": bisect_left(offsets, offset),
                 "values": clash,
-                "writers": [writer_ref(v) for v in clash],
-                "first_readers": [reader_ref(v) for v in clash],
+                "writers": [_writer_ref(state, v) for v in clash],
+                "first_readers": [_reader_ref(state, v) for v in clash],
             },
         )
 
@@ -1454,15 +1464,16 @@ def _analyze_key(
                 seen_at.setdefault(v, []).append(offsets[index])
         for v, at in seen_at.items():
             if len(at) > 1:
-                emit(
+                _emit(
+                    found,
                     "duplicate",
                     {
                         "key": key,
                         "value": v,
                         "count": len(at),
                         "offsets": at,
-                        "writer": writer_ref(v),
-                        "first_reader": reader_ref(v),
+                        "writer": _writer_ref(state, v),
+                        "first_reader": _reader_ref(state, v),
                     },
                 )
         last_groups = [[] for _ in offsets]
@@ -1493,7 +1504,8 @@ def _analyze_key(
                     if writer is None or not committed(writer):
                         continue
                     first = first_index[v]
-                    emit(
+                    _emit(
+                        found,
                         "lost-write",
                         {
                             "key": key,
@@ -1515,11 +1527,11 @@ def _analyze_key(
         if j - i > 1:
             record = _skip_fields(_delta_record(key, order, v1, v2, i, j), order, i, j)
             record["ops"] = [op_ref(previous), op_ref(call)]
-            emit("poll-skip", record)
+            _emit(found, "poll-skip", record)
         elif j - i < 1:
             record = _delta_record(key, order, v1, v2, i, j)
             record["ops"] = [op_ref(previous), op_ref(call)]
-            emit("nonmonotonic-poll", record)
+            _emit(found, "nonmonotonic-poll", record)
 
     # nonmonotonic-send
     for previous, v1, call, v2 in state.send_pairs:
@@ -1528,7 +1540,7 @@ def _analyze_key(
         if i is not None and j is not None and j - i < 1:
             record = _delta_record(key, order, v1, v2, i, j)
             record["ops"] = [op_ref(previous), op_ref(call)]
-            emit("nonmonotonic-send", record)
+            _emit(found, "nonmonotonic-send", record)
 
     # int-poll-skip / int-nonmonotonic-poll, int-send-skip / int-nonmonotonic-send
     polled = [(call, [pair[1] for pair in pairs]) for call, pairs in state.int_polls]
@@ -1546,11 +1558,11 @@ def _analyze_key(
                 if j - i > 1:
                     _skip_fields(record, order, i, j)
                 record["op"] = op_ref(call)
-                emit(f"int-{kind}-skip" if j - i > 1 else f"int-nonmonotonic-{kind}", record)
+                _emit(found, f"int-{kind}-skip" if j - i > 1 else f"int-nonmonotonic-{kind}", record)
 
     # precommitted-read
     for call, seen in state.precommitted:
-        emit("precommitted-read", {"key": key, "value": seen[0], "values": seen, "op": op_ref(call)})
+        _emit(found, "precommitted-read", {"key": key, "value": seen[0], "values": seen, "op": op_ref(call)})
 
     # G1a: readers are found by a second look at the calls (rare)
     failed_read = {v for v in state.failed if v in ok_read}
@@ -1561,9 +1573,15 @@ def _analyze_key(
     unseen = sorted((v for v in state.ok_sent if v not in ok_read), key=_sort_token)
     if unseen:
         listed = _listed(unseen)
-        emit(
+        _emit(
+            found,
             "unseen",
-            {"key": key, "count": len(unseen), "values": listed, "writers": [writer_ref(v) for v in listed]},
+            {
+                "key": key,
+                "count": len(unseen),
+                "values": listed,
+                "writers": [_writer_ref(state, v) for v in listed],
+            },
         )
 
     # no-writer-of-value
@@ -1572,11 +1590,11 @@ def _analyze_key(
         for v in readers:  # (`_result` sorts the records)
             if v in writer_of or (readers is state.other_read and v in ok_read):
                 continue
-            record = {"key": key, "value": v, "reader": reader_ref(v)}
+            record = {"key": key, "value": v, "reader": _reader_ref(state, v)}
             position = by_value.get(v)
             if position is not None:
                 record["offset"] = offsets[position]
-            emit("no-writer-of-value", record)
+            _emit(found, "no-writer-of-value", record)
 
 
 def _g1a(

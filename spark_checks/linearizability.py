@@ -99,6 +99,7 @@ Evidence
 
 from __future__ import annotations
 
+import functools
 import gc
 import math
 import operator
@@ -242,6 +243,13 @@ def overall_verdict(results: Iterable[CheckResult]) -> Verdict:
     return Verdict.UNKNOWN if Verdict.UNKNOWN in verdicts else Verdict.VALID
 
 
+def _describe(model: SequentialModel[Any], problem: _Problem, position: int) -> str:
+    """A searched call as the model describes it. `check_partition` hands it on as a partial, not
+    a closure: compiled, a closure and its environment refer to each other, and would keep the
+    partition's calls alive as cyclic garbage with the collector off."""
+    return model.describe(problem.calls[position])
+
+
 def check_partition(
     calls: Sequence[Call],
     model_name: str,
@@ -278,10 +286,7 @@ def check_partition(
     problem = _Problem.build(calls, forms)
     fallback = None
     if traceable_first and model_name in traceable.MODELS and MODELS.get(model_name) is model:
-
-        def describe(position: int) -> str:
-            return model.describe(problem.calls[position])
-
+        describe = functools.partial(_describe, model, problem)  # (a closure: see `_describe`)
         decided = traceable.decide(
             model_name, problem, model.init(resolved["initial"]), model.step, describe, stop_at
         )
