@@ -147,11 +147,9 @@ T = TypeVar("T")
 
 
 def _guarded(rows: Callable[[], Iterable[T]], stage: str, bug: Callable[[str], T]) -> Iterator[T]:
-    """A task's rows with the cyclic collector off; an exception (a bug: bad input is an ERROR
-    row already) becomes a row (`bug`), raised on the driver as `engine.SparkTaskError` with the
-    task's traceback. A reused Python worker collects all it holds after every task (pyspark's
-    daemon): frozen at its first task, what it imported is left out of those collections (0.035-0.04
-    -> 0.012-0.017 CPU-s a task at 10^6 operations, a gc callback's log; ~190 tasks at 10^7)."""
+    """A task's rows, the cyclic collector off and what a reused worker holds frozen at its first
+    task (pyspark's daemon collects after each task: 0.035-0.04 -> 0.012-0.017 CPU-s a task); a
+    bug's exception becomes a row (`bug`), raised on the driver as `engine.SparkTaskError`."""
     if not gc.get_freeze_count():
         gc.freeze()
     with distributed.no_cyclic_gc():
