@@ -4,7 +4,8 @@
 Usage: python -m bench.verify_scale [--sizes 100000,1000000,10000000] [--formats jsonl,edn,parquet]
                                     [--shapes bench,jepsen] [--jepsen-max 1000000] [--keys N]
                                     [--scaling | --no-scaling] [--floor-runs 2] [--local-max 1000000]
-                                    [--folder DIR] [--master URL] [--timeline]
+                                    [--folder DIR] [--master URL] [--timeline] [--repeat 1]
+                                    [--conf KEY=VALUE ...]
 
 What it measures, for each history shape, size (operations: invocations + completions) and
 format, in one SparkSession:
@@ -34,7 +35,12 @@ format, in one SparkSession:
   CPU Time`: reading, Arrow conversion, shuffles; not the Python workers'), the bytes it
   shuffled, and how many tasks ran at each moment (`busy`: a digit per twentieth of the
   run), so an idle core, a straggler or a serial tail shows (stage 2's first task is the
-  whole-history part, one task whatever the size).
+  whole-history part, one task whatever the size);
+* the JVM's CPU seconds by kind of thread (`jvm_cpu_by_thread`: Spark's tasks, each JIT
+  compiler, the collector, Py4J's calls, threads that ended), after the session's start and a
+  warm-up verification (what they cost is printed first); `--repeat N` verifies each history N
+  times in the session, so the JVM's compilation, mostly paid in the first run, shows apart from
+  the steady state.
 
 History shapes. `bench`: the generator's defaults over 1,000 keys (polls of a few records).
 `jepsen`: shaped like Jepsen's Kafka workload over 64 keys, 20 processes (10 producers, 10
@@ -133,21 +139,24 @@ def process_cpu() -> dict[tuple[str, int], float]:
 SAMPLE_SECONDS = 0.5
 
 
-def sampled_cpu(action: Callable[[], T]) -> tuple[T, dict[str, float]]:
-    """`action()` and the CPU seconds its process tree used meanwhile, by kind, sampled every
-    `SAMPLE_SECONDS`: Spark ends a Python worker idle for a minute (one whose bucket of parts
-    was done while another's went on), and pyspark's daemon ignores SIGCHLD, so an ended
-    worker's time reaches no parent; each process keeps its last sample (a worker ended
-    between two samples loses at most `SAMPLE_SECONDS`)."""
+def sampled_cpu(action: Callable[[], T]) -> tuple[T, dict[str, float], dict[str, float]]:
+    """`action()`, the CPU seconds its process tree used meanwhile, by kind, and the JVM's by
+    kind of thread (`jvm_cpu_by_thread`), sampled every `SAMPLE_SECONDS`: Spark ends a Python
+    worker idle for a minute (one whose bucket of parts was done while another's went on), and
+    pyspark's daemon ignores SIGCHLD, so an ended worker's time reaches no parent; each process
+    (and each JVM thread) keeps its last sample (a worker ended between two samples loses at
+    most `SAMPLE_SECONDS`; a JVM thread's loss is counted, see `jvm_cpu_by_thread`)."""
     import threading
 
-    before = process_cpu()
-    last = dict(before)
+    jvm = jvm_pid()
+    before, threads_before = process_cpu(), jvm_threads(jvm)
+    last, threads_last = dict(before), dict(threads_before)
     done = threading.Event()
 
     def sample() -> None:
         while not done.wait(SAMPLE_SECONDS):
             last.update(process_cpu())
+            threads_last.update(jvm_threads(jvm))
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -157,10 +166,11 @@ def sampled_cpu(action: Callable[[], T]) -> tuple[T, dict[str, float]]:
         done.set()
         sampler.join()
     last.update(process_cpu())
+    threads_last.update(jvm_threads(jvm))
     kinds = {"driver": 0.0, "jvm": 0.0, "python": 0.0, "reaped": 0.0}
     for (kind, pid), seconds in last.items():
         kinds[kind] += seconds - before.get((kind, pid), 0.0)
-    return value, kinds
+    return value, kinds, jvm_cpu_by_thread(threads_before, threads_last, kinds["jvm"])
 
 
 def _stat_fields(pid: int) -> list[str] | None:
@@ -206,8 +216,8 @@ def jvm_pid() -> int | None:
 
 JVM_THREAD_KINDS = (
     ("Executor task", "tasks"),
-    ("C1 Compiler", "JIT"),
-    ("C2 Compiler", "JIT"),
+    ("C1 Compiler", "JIT C1"),
+    ("C2 Compiler", "JIT C2"),
     ("GC Thread", "GC"),
     ("G1 ", "GC"),
     ("VM Thread", "GC"),
@@ -216,19 +226,23 @@ JVM_THREAD_KINDS = (
 """The JVM's threads by name (Linux keeps 15 characters): Spark's task threads, the JIT
 compilers, the garbage collector's (G1's concurrent ones, ParallelGC's, the VM thread that runs
 its pauses), Py4J's connection threads (the driver's calls: planning, collecting); the rest is
-`other` (shuffle, scheduler, listeners, heartbeats)."""
+`other` (shuffle, scheduler, listeners, heartbeats, the threads feeding Python workers)."""
+
+ENDED_THREADS = "ended threads"
+"""The JVM's CPU seconds that no live thread's sample holds: what threads used after their last
+sample before they ended. HotSpot starts and ends JIT compiler threads as its queues grow and
+shrink (`UseDynamicNumberOfCompilerThreads`), so a compiler's time can land here."""
 
 
-def jvm_thread_cpu(pid: int) -> dict[str, float]:
-    """CPU seconds so far of the JVM's threads, by kind (`JVM_THREAD_KINDS`); threads that
-    ended are not counted."""
+def jvm_threads(pid: int | None) -> dict[int, tuple[str, float]]:
+    """The JVM's live threads: CPU seconds so far and kind (`JVM_THREAD_KINDS`), by thread id."""
     tick = os.sysconf("SC_CLK_TCK")
-    kinds: dict[str, float] = {}
+    threads: dict[int, tuple[str, float]] = {}
     try:
-        threads = os.listdir(f"/proc/{pid}/task")
+        ids = os.listdir(f"/proc/{pid}/task") if pid is not None else []
     except OSError:
-        return kinds
-    for thread in threads:
+        return threads
+    for thread in ids:
         try:
             with open(f"/proc/{pid}/task/{thread}/stat", encoding="ascii", errors="replace") as stat:
                 text = stat.read()
@@ -237,7 +251,23 @@ def jvm_thread_cpu(pid: int) -> dict[str, float]:
         name = text[text.index("(") + 1 : text.rindex(")")]
         fields = text[text.rindex(")") + 2 :].split()
         kind = next((kind for prefix, kind in JVM_THREAD_KINDS if name.startswith(prefix)), "other")
-        kinds[kind] = kinds.get(kind, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+        threads[int(thread)] = (kind, (int(fields[11]) + int(fields[12])) / tick)
+    return threads
+
+
+def jvm_cpu_by_thread(
+    before: dict[int, tuple[str, float]], last: dict[int, tuple[str, float]], jvm_seconds: float
+) -> dict[str, float]:
+    """The JVM's CPU seconds between two samplings by kind of thread: each thread's last sample
+    less its first (a thread started meanwhile from 0; one that ended keeps its last sample,
+    never a negative share), and `ENDED_THREADS`, the JVM's own count (`jvm_seconds`, which
+    includes ended threads) less the threads' sum, when that is a tick or more."""
+    kinds: dict[str, float] = {}
+    for thread, (kind, seconds) in last.items():
+        kinds[kind] = kinds.get(kind, 0.0) + seconds - before.get(thread, (kind, 0.0))[1]
+    rest = jvm_seconds - sum(kinds.values())
+    if rest >= 1 / os.sysconf("SC_CLK_TCK"):
+        kinds[ENDED_THREADS] = rest
     return kinds
 
 
@@ -268,6 +298,7 @@ class Measured:
     verdict: str
     operations: int
     cpu_kinds: dict[str, float]  # CPU seconds by kind of process (`cpu_by_kind`)
+    jvm_threads: dict[str, float]  # the JVM's CPU seconds by kind of thread (`jvm_cpu_by_thread`)
 
 
 def measure(action: Callable[[], Any]) -> Measured:
@@ -277,7 +308,7 @@ def measure(action: Callable[[], Any]) -> Measured:
     if jvm is not None:
         reset_peak(jvm)
     started = time.perf_counter()
-    report, kinds = sampled_cpu(action)
+    report, kinds, threads = sampled_cpu(action)
     wall = time.perf_counter() - started
     jvm_peak = peak_bytes(jvm) if jvm is not None else 0
     return Measured(
@@ -288,6 +319,7 @@ def measure(action: Callable[[], Any]) -> Measured:
         report.verdict.value,
         report.operations,
         kinds,
+        threads,
     )
 
 
@@ -453,6 +485,12 @@ def warm_up(spark: Any, folder: Path) -> None:
     verify_history(history_file(folder, 10_000, 100, "bench", "jsonl"), VerifyOptions(engine="spark"), spark)
 
 
+def finished_at(action: Callable[[], object]) -> float:
+    """`action()`, then the clock (`time.perf_counter`) when it returned."""
+    action()
+    return time.perf_counter()
+
+
 def engine_revision() -> str:
     """The git revision of the checked-out spark_checks (and whether it has changes), if known."""
     here = Path(__file__).resolve().parent.parent
@@ -487,6 +525,9 @@ def main() -> None:
     parser.add_argument("--master", default=None)
     parser.add_argument("--timeline", action="store_true", help="each verification's Spark stages in time")
     parser.add_argument(
+        "--repeat", type=int, default=1, help="verify each history N times in the session (the JVM warm)"
+    )
+    parser.add_argument(
         "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)"
     )
     arguments = parser.parse_args()
@@ -507,6 +548,7 @@ def main() -> None:
         for size in sizes
         if shape != "jepsen" or size <= arguments.jepsen_max
         for fmt in formats
+        for _ in range(arguments.repeat)
     ]
     keys = {shape: arguments.keys or DEFAULT_KEYS[shape] for shape in shapes}
     files = {
@@ -521,17 +563,22 @@ def main() -> None:
         **(timeline_conf(events) if events is not None else {}),
         **dict(setting.split("=", 1) for setting in arguments.conf),
     }
-    spark = spark_session(arguments.master, history_bytes=largest, conf=conf)
-    warm_up(spark, arguments.folder)
+    starting = time.perf_counter()
+    (spark, started), cpu, _ = sampled_cpu(
+        lambda: (spark_session(arguments.master, history_bytes=largest, conf=conf), time.perf_counter())
+    )
+    warmed, warm, _ = sampled_cpu(partial(finished_at, partial(warm_up, spark, arguments.folder)))
+    print(  # what no verification below pays: the JVM's start, the first job, the Python workers' start
+        f"  Spark started in {started - starting:.1f} s ({cpu['jvm']:.1f} JVM CPU-s), warmed up in "
+        f"{warmed - started:.1f} s ({warm['jvm']:.1f} JVM CPU-s, {warm['python']:.1f} Python); {load()}",
+        flush=True,
+    )
     rows = []
     for shape, size, fmt in runs:
         path = files[(shape, size, fmt)]
-        jvm = jvm_pid()
-        threads_before = jvm_thread_cpu(jvm) if jvm is not None else {}
         started, (gc_before, jit_before) = time.time(), jvm_gc_and_jit(spark)
         measured = verify_on(spark, path)
         ended, (gc_after, jit_after) = time.time(), jvm_gc_and_jit(spark)
-        threads = jvm_thread_cpu(jvm) if jvm is not None else {}
         floor = (
             fastest(arguments.floor_runs, partial(parse_and_count, spark, path))[0]
             if fmt == "jsonl" and arguments.floor_runs > 0
@@ -544,12 +591,8 @@ def main() -> None:
             f"JVM's GC {gc_after - gc_before:.1f} s, JIT {jit_after - jit_before:.1f} s; {load()})",
             flush=True,
         )
+        print(f"    JVM CPU-s by thread: {by_thread(measured)}", flush=True)
         if events is not None:
-            spent = {kind: seconds - threads_before.get(kind, 0.0) for kind, seconds in threads.items()}
-            by_thread = ", ".join(
-                f"{kind} {seconds:.1f}" for kind, seconds in sorted(spent.items(), key=lambda item: -item[1])
-            )
-            print(f"    JVM CPU-s by thread: {by_thread}")
             print("\n".join(stage_timeline(spark_events(events), started, ended)), flush=True)
 
     scaling: dict[str, Measured] = {}
@@ -606,6 +649,12 @@ def main() -> None:
     )
     if events is not None:
         shutil.rmtree(events, ignore_errors=True)
+
+
+def by_thread(measured: Measured) -> str:
+    """The JVM's CPU seconds by kind of thread, the largest first."""
+    spent = sorted(measured.jvm_threads.items(), key=lambda item: -item[1])
+    return ", ".join(f"{kind} {seconds:.1f}" for kind, seconds in spent)
 
 
 def _local_rate(path: Path, size: int) -> float:
