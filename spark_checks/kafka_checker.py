@@ -766,7 +766,8 @@ def pieces_of(rows: list[list[Any]]) -> list[Piece]:
     pieces: list[Piece] = []
     for fields in rows:
         completion_value = fields[3]
-        outcome = _OUTCOME_NAMED[fields[6]]
+        named = fields[6]  # compared, not hashed: a decoded string's hash is not yet computed
+        outcome = _OK if named == "ok" else _OUTCOME_NAMED[named]
         value = (completion_value if fields[4] else fields[5]) if outcome is _OK else completion_value
         if value is None:
             value = fields[2]  # `analysed_value`: the invocation's
@@ -851,11 +852,11 @@ class Assignments:
 
     Within one key's check a process tracks that key alone, and an assignment matters only
     if it is one of the process's own, did not fail, and does not name the key: it then ends
-    the tracking before the process's next data call. So each key's walk asks, per data
-    call, whether such an assignment came (in completion order) since the process's previous
-    call: a bisection into the process's assignments, usually answered by the first."""
+    the tracking before the process's next data call. So each key's walk asks, at a data call
+    of a process that tracks the key, whether such an assignment came (in completion order)
+    since the call it tracks (`_Pruner`)."""
 
-    __slots__ = ("_named", "calls", "firsts", "functions", "orders", "values")
+    __slots__ = ("_by_list", "_named", "calls", "functions", "orders", "values")
 
     def __init__(self, calls: Iterable[Call]) -> None:
         self.calls: tuple[Call, ...] = tuple(calls)
@@ -866,8 +867,8 @@ class Assignments:
         for call in live:
             self.orders.setdefault(call.process, []).append(_order(call))
             self.values.setdefault(call.process, []).append(analysed_value(call))
-        self.firsts = {process: orders[0] for process, orders in self.orders.items()}
         self._named: dict[tuple[Process, int], frozenset[str]] = {}
+        self._by_list: dict[tuple[Any, ...], frozenset[Key]] = {}  # `_names_of`'s sets
 
     def __reduce__(self) -> tuple[type[Assignments], tuple[tuple[Call, ...]]]:
         # Rebuilt from its calls in the local engine's workers: the compiled class (mypyc) has
@@ -875,28 +876,35 @@ class Assignments:
         return Assignments, (self.calls,)
 
     def names(self, process: Process, position: int) -> frozenset[str]:
-        """The keys one assignment names (as strings), computed once for every key's check."""
+        """The keys one assignment names (as strings), computed once for every key's check,
+        one set per distinct list of keys (`_names_of`)."""
         named = self._named.get((process, position))
         if named is None:
             value = self.values[process][position]
-            named = frozenset(map(str, value)) if isinstance(value, list) else frozenset()
-            self._named[(process, position)] = named
+            named = self._named[(process, position)] = _names_of(value, self._by_list)
         return named
 
 
 class _Pruner:
-    """One key's walk through `Assignments` (see there): where each process stands."""
+    """One key's walk through `Assignments` (see there).
 
-    __slots__ = ("assignments", "done", "key", "pending")
+    A tracked value (a process's last read or send of the key) ends at the first of the
+    process's assignments not naming the key that completed at or after the call it came
+    from (an assignment tied with a call comes after it, as a stable sort of the part's calls
+    followed by the assignments puts them) and before the process's next data call. So only
+    a call of a process that tracks the key looks at assignments, and only at those since
+    the tracked calls: nothing per process is kept or copied per key, where the walk that
+    stepped each process through its assignments kept a position for every process (one per
+    crash: 27,000 at 10^7 operations, copied for each of 1,000 keys) and updated it at
+    nearly every call (most processes touch a key once). Compiled, callgrind, 100 keys of
+    the 10^6 bench history: the copies and `before` 87 -> 42 M instructions (26 -> 12 M of
+    them the keys the assignments name, `_names_of`)."""
+
+    __slots__ = ("assignments", "key")
 
     def __init__(self, assignments: Assignments, key: Key) -> None:
         self.assignments = assignments
         self.key = key
-        self.done: dict[Process, int] = {}
-        # Per process, the completion order of its first assignment not yet applied: one
-        # lookup answers the usual question (none since the previous call). A copy: a history
-        # may have thousands of processes (one per crash), and 1,000 keys.
-        self.pending: dict[Process, int] = assignments.firsts.copy()
 
     def before(
         self,
@@ -904,40 +912,38 @@ class _Pruner:
         last_reads: dict[Process, dict[Key, tuple[_AnyCall, Any]]],
         last_sends: dict[Process, dict[Key, tuple[_AnyCall, Any]]],
     ) -> None:
-        """Apply the assignments of `call`'s process that came before it (ties come after, as
-        a stable sort of the part's calls followed by the assignments puts them)."""
+        """End what `call`'s process tracks of the key where one of its assignments that
+        came before `call` says so."""
         process = call.process
-        pending = self.pending.get(process)
-        if pending is None:
-            return
-        order = call.complete_index
-        if order is None:
-            order = _LAST + call.invoke_index  # `_order`, inline: this runs once per call
-        if pending >= order:
-            return  # no assignment since the process's previous call
-        orders = self.assignments.orders[process]
-        start = self.done.get(process, 0)
-        end = start + 1  # `bisect_left(orders, order, start)`: a generic call, most often 1 step
-        while end < len(orders) and orders[end] < order:
-            end += 1
-        self.done[process] = end
-        if end < len(orders):
-            self.pending[process] = orders[end]
-        else:
-            del self.pending[process]
         reads = last_reads.get(process)
         sends = last_sends.get(process)
         if not reads and not sends:
+            return  # nothing tracked (a process's first call on the key, most often)
+        orders = self.assignments.orders.get(process)
+        if orders is None:
             return
+        until = call.complete_index
+        if until is None:
+            until = _LAST + call.invoke_index  # `_order`
         key = self.key
+        for tracked in (reads, sends):
+            if tracked:
+                last = tracked.get(key)
+                if last is not None and self._ended(process, orders, _order(last[0]), until):
+                    del tracked[key]
+
+    def _ended(self, process: Process, orders: list[int], since: int, until: int) -> bool:
+        """Whether an assignment of `process` (completion `orders`, ascending) in
+        [`since`, `until`) does not name the key (a process has a few assignments)."""
         names = self.assignments.names
-        for position in range(start, end):
-            if key not in names(process, position):
-                if reads:
-                    reads.pop(key, None)
-                if sends:
-                    sends.pop(key, None)
-                return
+        key = self.key
+        for position in range(len(orders)):
+            at = orders[position]
+            if at >= until:
+                return False
+            if at >= since and key not in names(process, position):
+                return True
+        return False
 
 
 class _OutOfTimeError(Exception):
@@ -1033,7 +1039,11 @@ def _add_call(
     last_reads: dict[Process, dict[Key, tuple[_AnyCall, Any]]],
     last_sends: dict[Process, dict[Key, tuple[_AnyCall, Any]]],
 ) -> None:
-    """Pass 1 at a data call: its sends and polls (`_parse`) into the keys' states."""
+    """Pass 1 at a data call: its sends and polls (`_parse`) into the keys' states, the polls
+    key by key (`_add_poll`). (The sends are not `_add_send`'s, one by one: several sends of
+    one call to a key are one step of its process, not several. A `_add_sends` for both, a
+    one-send piece given as a list of its pair, cost the 10^6 bench history's per-key parts
+    28 M instructions more, callgrind, 3.5%.)"""
     states = out.states
     outcome = call.outcome
     ok = outcome is _OK
@@ -1079,32 +1089,11 @@ def _add_call(
         if reads is not None:
             if writes is not None:
                 out.mixed = True
-            read_by = last_reads.get(process)
             for key, pairs in reads.items():
                 state = states.get(key)
                 if state is None:
                     state = states[key] = _KeyState()
-                log = state.log
-                readers = state.ok_read if ok else state.other_read
-                for offset, v in pairs:
-                    if offset is not None:
-                        if offset.__class__ is not int:
-                            raise TypeError  # an offset orders a key's log: an integer
-                        current = log.setdefault(offset, v)
-                        if current != v:
-                            state.conflict(offset, current, v)
-                    readers.setdefault(v, call)
-                count = len(pairs)
-                if count > 1:
-                    state.int_polls.append((call, pairs))
-                if read_by is not None:
-                    previous = read_by.get(key)
-                    if previous is not None and previous[1] is not None and count:
-                        state.poll_pairs.append((previous[0], previous[1], call, pairs[0][1]))
-                if ok:
-                    if read_by is None:
-                        read_by = last_reads[process] = {}
-                    read_by[key] = (call, pairs[-1][1] if count else None)
+                _add_poll(state, call, pairs, last_reads, key)
                 if writes is not None and key in writes:
                     own = {v for _, v in writes[key]}
                     seen = sorted({pair[1] for pair in pairs if pair[1] in own}, key=_sort_token)
@@ -1130,7 +1119,7 @@ def _collect_key(
     out.calls = len(ordered)
     subscribing = SUBSCRIPTION_FUNCTIONS
     pruner: _Pruner | None = None
-    broadcast = any(piece.f in subscribing for piece in ordered)
+    broadcast = any(_subscribes(piece.f) for piece in ordered)
     if assignments is not None:
         if broadcast:
             ordered.extend([Piece.of(call) for call in assignments.calls])  # the general way
@@ -1151,12 +1140,15 @@ def _collect_key(
     state: _KeyState | None = None
     last_reads: dict[Process, dict[Key, tuple[_AnyCall, Any]]] = {}
     last_sends: dict[Process, dict[Key, tuple[_AnyCall, Any]]] = {}
+    only_int = _int_named(only)
     for call in _clocked(ordered, deadline):
+        # The function and a micro-op's name are compared (mypyc compiles `in` a tuple of
+        # strings to comparisons), not looked up in sets: decoded strings have no hash
+        # computed yet (SipHash of each, ~4% of the per-key parts).
         f = call.f
-        if f in SUBSCRIPTION_FUNCTIONS:
-            _assign(out, call, call.value, last_reads, last_sends)
-            continue
-        if f not in DATA_FUNCTIONS:
+        if f not in ("send", "poll", "txn"):  # DATA_FUNCTIONS
+            if _subscribes(f):
+                _assign(out, call, call.value, last_reads, last_sends)
             continue
         # `_parse`'s fast path: one key's piece of a plain send or poll. `type(x) is list`, not
         # `x.__class__ is list`: compiled, a C type check, not an attribute lookup.
@@ -1168,18 +1160,22 @@ def _collect_key(
         if type(mop) is list and len(mop) > 1 and type(mop[0]) is str:
             name = mop[0]
             polled = mop[1]
-            if name in _POLL and type(polled) is dict and len(polled) == 1:
+            if name in ("poll", ":poll") and type(polled) is dict and len(polled) == 1:
                 for raw_key, listed in polled.items():
                     if type(raw_key) is str and type(listed) is list:
                         pairs = listed
                         skip = f == "send" or raw_key != only
-            elif name in _SEND and len(mop) == 3:
+            elif name in ("send", ":send") and len(mop) == 3:
                 raw = mop[1]
-                key = raw if type(raw) is str else str(raw)
                 given = mop[2]
                 if type(given) is list and len(given) == 2:
                     sent = given
-                    skip = f == "poll" or key != only
+                    if type(raw) is str:
+                        skip = f == "poll" or raw != only
+                    elif type(raw) is int:  # `str(raw) != only`, without making the string
+                        skip = f == "poll" or only_int is None or raw != only_int
+                    else:
+                        skip = f == "poll" or str(raw) != only
         if skip:
             continue
         if pairs is not None:
@@ -1203,6 +1199,21 @@ def _collect_key(
             _add_call(out, call, writes, reads, last_reads, last_sends)
             state = out.states.get(only)
     return out
+
+
+def _subscribes(f: str) -> bool:
+    """`f in SUBSCRIPTION_FUNCTIONS`, by comparisons (see `_collect_key`)."""
+    return f in ("assign", "subscribe")
+
+
+def _int_named(key: Key) -> int | None:
+    """The int whose string is `key` (`_norm_key`), if any: a send's int key names `key`
+    exactly when it equals this."""
+    try:
+        number = int(key)
+    except ValueError:
+        return None
+    return number if str(number) == key else None
 
 
 def _add_send(
@@ -1246,12 +1257,13 @@ def _add_send(
 
 def _add_poll(
     state: _KeyState,
-    call: Piece,
+    call: _AnyCall,
     pairs: list[Any],
     last_reads: dict[Process, dict[Key, tuple[_AnyCall, Any]]],
     key: Key,
 ) -> None:
-    """`_add_call` of one poll that read `pairs` of `key` (whose state is `state`)."""
+    """Pass 1 at the polls of one call of `key` (whose state is `state`; `_add_call`'s, key by
+    key): the [offset, value] `pairs` it read (lists or tuples; offsets None when unknown)."""
     ok = call.outcome is _OK
     process = call.process
     try:
@@ -2460,25 +2472,33 @@ def _placed_after(rows: list[list[Any]], assignments: list[_Assignment]) -> list
     return placed
 
 
-_PLAIN_KEY_TYPES: Final = frozenset({int, str})
-
-
 def _named_keys(call: Call | CallFacts, known: dict[tuple[Any, ...], frozenset[Key]]) -> frozenset[Key]:
     """The keys an assign names as `call_facts` lists them (its `offsets`), as a set built key
-    by key in that order; one set per distinct list of keys (`known`: most assigns repeat a
-    few lists; the keys' strings are made once, and `_lag_summary_of` sees a repeated
-    assignment by identity)."""
+    by key in that order (`_names_of`; `_lag_summary_of` sees a repeated assignment by
+    identity)."""
     if isinstance(call, CallFacts):
         return frozenset(iter(call.offsets))
     if call.f != "assign":
         return frozenset()
-    value = analysed_value(call)
+    return _names_of(analysed_value(call), known)
+
+
+def _names_of(value: JsonValue, known: dict[tuple[Any, ...], frozenset[Key]]) -> frozenset[Key]:
+    """The keys a list of keys names, as strings (`_norm_key` of each; none if `value` is no
+    list), one set per distinct list (`known`): most assigns repeat a few lists, so each
+    key's string is made once, not per assign (the bench's histories: 4 lists of 250 keys
+    among 3,220 assigns at 10^6 operations, 32,000 at 10^7). Compiled, callgrind, 10^6
+    bench history: the whole-history part's 303 -> 126 M instructions (a set per distinct
+    list already, its keys checked by `set(map(type, value))` before); 100 keys' parts 88 ->
+    12 M (a set of strings per assign, 21 KB each: 0.7 GB for every assign at 10^7)."""
     if not isinstance(value, list):
         return frozenset()
-    # Equal lists give equal strings when their keys are all exact ints or strings (1, True
-    # and 1.0 are equal, their strings are not).
-    if not set(map(type, value)) <= _PLAIN_KEY_TYPES:
-        return frozenset(map(str, value))
+    for item in value:
+        # Equal lists give equal strings when their keys are all exact ints or strings (1,
+        # True and 1.0 are equal, their strings are not). A loop: compiled, a few
+        # instructions a key, where `set(map(type, value)) <= {int, str}` cost hundreds.
+        if type(item) is not int and type(item) is not str:
+            return frozenset(map(str, value))
     token = tuple(value)
     named = known.get(token)
     if named is None:
@@ -2671,8 +2691,7 @@ def _lag_summary_of(rows: list[list[Any]], assignments: list[_Assignment]) -> di
         for lag_of in keys.values()
         if lag_of.max_lag >= 0
     ]
-    top = heapq.nlargest(LAG_LISTED, lags)
-    cut = top[-1] if len(top) == LAG_LISTED else 0  # lags are never negative
+    cut = _least_listed(lags)
     by: dict[tuple[str, Key], Record] = {}
     for process, state in processes.items():
         for keys in (state.held, state.dropped):
@@ -2689,6 +2708,25 @@ def _lag_summary_of(rows: list[list[Any]], assignments: list[_Assignment]) -> di
     if worst.lag:
         record = {"time": worst.time, "process": worst.process, "key": worst.key, "lag": worst.lag}
     return _lag_record(record, by, len(lags))
+
+
+def _least_listed(lags: list[Any]) -> Any:
+    """The `LAG_LISTED`th greatest of `lags`, or 0 when there are fewer (lags are never
+    negative): `heapq.nlargest(LAG_LISTED, lags)[-1]` by a compiled loop that touches the
+    heap only for a lag above the least kept (`nlargest` is Python code): over the 668,500
+    (process, key) lags of the 10^6 bench history, compiled, callgrind, 480 -> 251 M
+    instructions."""
+    if len(lags) < LAG_LISTED:
+        return 0
+    heap = lags[:LAG_LISTED]
+    heapq.heapify(heap)
+    least = heap[0]
+    for index in range(LAG_LISTED, len(lags)):
+        lag = lags[index]
+        if lag > least:
+            heapq.heapreplace(heap, lag)
+            least = heap[0]
+    return least
 
 
 def _apply_assignment(
