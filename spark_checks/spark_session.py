@@ -38,7 +38,13 @@ LONG_JOB_BYTES = 512 * 2**20
 compiler runs (`-XX:TieredStopAtLevel=1`), since start-up dominates short jobs. Measured side
 by side on 2 cores: C1 alone starts a session and a first small verification about 0.4 s
 sooner, while with C2 a 10^7-operation verification took 68 s against 79 s, and Spark's own
-JSON parsing of that file 8 s against 30 s."""
+JSON parsing of that file 8 s against 30 s. Measured again with `bench.verify_scale --repeat 3`
+(10^6 JSON Lines verified three times in one session after its warm-up, the JVM's CPU seconds
+by thread, 2-5 sessions each, load 5-6): Spark's task threads spend 1.9-2.2 CPU-s per 10^6
+operations once C2 has compiled them, 3.2-3.8 with C1 alone, while C2 itself costs 1.2-3.5
+CPU-s per 10^6 and fewer as the run goes on (C2 ~8 CPU-s at 10^7, where C1 alone would cost
+the tasks ~15 more); at 10^6 a session's start, warm-up and one verification take 20.0-20.9 JVM
+CPU-s with C1 alone, 31-37 with C2."""
 
 _LOG4J2 = """\
 rootLogger.level = error
@@ -86,6 +92,23 @@ busy cores; G1, the JVM's default, spent 0.8-2.8 CPU-s of its threads (of a JVM'
 10^6-operation JSON Lines verification, the parallel collector 0.3-0.8 (whole JVM: 21.0-21.8
 against 22.2-23.4 CPU-s, start-up and warm-up included; load 2-3)."""
 
+LOCAL_JIT = (
+    "-XX:Tier4InvocationThreshold=20000 -XX:Tier4MinInvocationThreshold=2400"
+    " -XX:Tier4CompileThreshold=60000 -XX:Tier4BackEdgeThreshold=160000"
+)
+"""A local-mode JVM that compiles fully (`LONG_JOB_BYTES`) hands a method to C2 only after 4x
+HotSpot's default counts (5,000 calls, 600 with loops, 15,000 calls and loops, 40,000 loop
+iterations): Spark's per-row code is called millions of times and still reaches C2 early, while
+the many methods that are merely warm (planning, code generation, start-up) stay with C1 rather
+than costing C2 time on two busy cores. Measured with `bench.verify_scale --repeat 3` (10^6
+JSON Lines, C2 on, the JVM's CPU seconds over a session: its start, warm-up and three
+verifications; load 5-6): 37.7-39.5 (3 sessions) against 42.2-48.2 (5 sessions) with HotSpot's
+counts; C2 itself 2.2-2.6, 1.1-1.2, 0.6 CPU-s in the three verifications against 3.1-3.5,
+1.6-2.1, 1.2-1.7; the task threads' CPU unchanged (1.7-1.9 in the third against 1.9-2.2); the
+session's start 8.5-8.9 against 10.6-13.4 JVM CPU-s. 10x the counts saved no more (36.4, 40.8)
+and left the tasks slower (2.2-3.3 CPU-s in the third verification). `-XX:CICompilerCount=2`
+is what the JVM picks on 2 cores already (`-XX:+PrintFlagsFinal`)."""
+
 LOCAL_SETTINGS = {
     "spark.shuffle.compress": "false",
     "spark.shuffle.spill.compress": "false",
@@ -101,10 +124,13 @@ load 6-7): the JVM 6.5-6.9 CPU-s against 7.3-8.4 without both; the CALLS shuffle
 def driver_java_options(history_bytes: int, local: bool = False) -> str:
     """The JVM options of the driver (which runs the tasks in local mode): quiet logs, the
     compilers for jobs over `history_bytes` of histories (`LONG_JOB_BYTES`), and in local mode
-    its garbage collector (`LOCAL_GC`)."""
+    its garbage collector (`LOCAL_GC`) and, compiling fully, C2's counts (`LOCAL_JIT`). A
+    `--conf spark.driver.extraJavaOptions=...` replaces them all."""
     options = f"-Dlog4j2.configurationFile=file:{_log4j2_file()} -XX:-UsePerfData"
     if history_bytes < LONG_JOB_BYTES:
         options += " -XX:TieredStopAtLevel=1"
+    elif local:
+        options += f" {LOCAL_JIT}"
     if local:
         options += f" {LOCAL_GC}"
     return options
