@@ -120,6 +120,18 @@ heap. Measured with `LOCAL_GC` at 10^6 operations (JSON Lines, source stages, 3 
 load 6-7): the JVM 6.5-6.9 CPU-s against 7.3-8.4 without both; the CALLS shuffle's tasks
 0.6 against 0.6-0.8 CPU-s (33 MB compressed, 96 MB not). A cluster keeps Spark's defaults."""
 
+# Tried in local mode and not kept (`bench.verify_scale --repeat 2`, 10^6 JSON Lines, 2-3 sessions
+# each interleaved with Spark's settings, load 5-10; the JVM's CPU-s per verification):
+# `spark.sql.execution.arrow.maxRecordsPerBatch=50000` 5.7-7.8 (its task threads 4.0-5.4) against
+# 4.9-5.9 (3.5-3.9) at Spark's 10,000; `spark.python.unix.domain.socket.enabled` (SPARK-51688)
+# 4.5-5.8, `spark.sql.execution.pandas.udf.buffer.size=1048576` 4.7-5.4, both 5.0-5.7 against
+# 4.8-5.5 in the same rounds: noise. Class-data sharing of Spark's classes (JDK 17's dynamic
+# archive: `-XX:ArchiveClassesAtExit=F` once, then `-XX:SharedArchiveFile=F`) halves the start:
+# 3.3 JVM CPU-s and 5.2-5.5 s against 6.3-6.7 and 8.0-11.5 s, the first job and a 10^4-operation
+# verification 5.2-5.8 against 8.2-8.6 (load 5-6); not used yet: the archive (172 MB) must match
+# the JVM and the classpath, be written by a JVM that exits normally (that run took 72 s against
+# ~25 s) and be shared safely between runs (JDK 19's `-XX:+AutoCreateSharedArchive` does it all).
+
 
 def driver_java_options(history_bytes: int, local: bool = False) -> str:
     """The JVM options of the driver (which runs the tasks in local mode): quiet logs, the
