@@ -41,7 +41,7 @@ sooner, while with C2 a 10^7-operation verification took 68 s against 79 s, and 
 JSON parsing of that file 8 s against 30 s. Measured again with `bench.verify_scale --repeat 3`
 (10^6 JSON Lines verified three times in one session after its warm-up, the JVM's CPU seconds
 by thread, 2-5 sessions each, load 5-6): Spark's task threads spend 1.9-2.2 CPU-s per 10^6
-operations once C2 has compiled them, 3.2-3.8 with C1 alone, while C2 itself costs 1.2-3.5
+operations once C2 has compiled them, 3.2-4.0 with C1 alone, while C2 itself costs 1.2-3.5
 CPU-s per 10^6 and fewer as the run goes on (C2 ~8 CPU-s at 10^7, where C1 alone would cost
 the tasks ~15 more); at 10^6 a session's start, warm-up and one verification take 20.0-20.9 JVM
 CPU-s with C1 alone, 31-37 with C2."""
@@ -123,11 +123,13 @@ load 6-7): the JVM 6.5-6.9 CPU-s against 7.3-8.4 without both; the CALLS shuffle
 # Tried in local mode and not kept (`bench.verify_scale --repeat 2`, 10^6 JSON Lines, 2-3 sessions
 # each interleaved with Spark's settings, load 5-10; the JVM's CPU-s per verification):
 # `spark.sql.execution.arrow.maxRecordsPerBatch=50000` 5.7-7.8 (its task threads 4.0-5.4) against
-# 4.9-5.9 (3.5-3.9) at Spark's 10,000; `spark.python.unix.domain.socket.enabled` (SPARK-51688)
-# 4.5-5.8, `spark.sql.execution.pandas.udf.buffer.size=1048576` 4.7-5.4, both 5.0-5.7 against
-# 4.8-5.5 in the same rounds: noise. Class-data sharing of Spark's classes (JDK 17's dynamic
-# archive: `-XX:ArchiveClassesAtExit=F` once, then `-XX:SharedArchiveFile=F`) halves the start:
-# 3.3 JVM CPU-s and 5.2-5.5 s against 6.3-6.7 and 8.0-11.5 s, the first job and a 10^4-operation
+# 4.9-5.9 (3.5-3.9) at Spark's 10,000, and 4,096 rows 4.0-6.6 against 4.5-5.5 in the same rounds
+# (the stages interpreted there);
+# `spark.python.unix.domain.socket.enabled` (SPARK-51688) 4.5-5.8,
+# `spark.sql.execution.pandas.udf.buffer.size=1048576` 4.7-5.4, both 5.0-5.7 against 4.8-5.5 in
+# the same rounds: noise. Class-data sharing of Spark's classes (JDK 17's dynamic archive:
+# `-XX:ArchiveClassesAtExit=F` once, then `-XX:SharedArchiveFile=F`) halves the start: 3.3 JVM
+# CPU-s and 5.2-5.5 s against 6.3-6.7 and 8.0-11.5 s, the first job and a 10^4-operation
 # verification 5.2-5.8 against 8.2-8.6 (load 5-6); not used yet: the archive (172 MB) must match
 # the JVM and the classpath, be written by a JVM that exits normally (that run took 72 s against
 # ~25 s) and be shared safely between runs (JDK 19's `-XX:+AutoCreateSharedArchive` does it all).
