@@ -81,7 +81,6 @@ from spark_checks.history import (
     Verdict,
     new_call,
 )
-from spark_checks.kafka_checker import facts_fields
 from spark_checks.parallel import (
     PARALLEL_MIN_BYTES,
     Stop,
@@ -94,7 +93,7 @@ from spark_checks.parallel import (
 )
 from spark_checks.readers._common import make_operation, nests_deeper, shown, utf8_text
 from spark_checks.readers.edn import EXPECTED_OP, iter_forms
-from spark_checks.readers.jsonl import EXPECTED, LINE_NESTING, decode_line, first_long_integer
+from spark_checks.readers.jsonl import EXPECTED, LINE_NESTING, decode_line
 
 # Stage 1's rows and border pairing's: (kind, part, split, line, payload).
 CALLS: Final = 0  # part: a part's key JSON, or SUBSCRIPTIONS_PART; payload: JSON list of `call_fields`
@@ -127,9 +126,16 @@ Starts = Mapping[int, tuple[int, int]]
 """Per split (its first byte): its first line number and the ordinal its first operation
 takes, when the engine counted them."""
 
-Op = tuple[int, Any, str, str, JsonValue, JsonValue, int | None]
+Op = tuple[Any, ...]
 """An operation as a plain tuple (index, process, type, f, value, key, time): the fields of
-`Operation` (the type by its name), without the frozen dataclass's cost per line."""
+`Operation` (the type by its name), without the frozen dataclass's cost per line. Typed as a
+tuple of any length: compiled, a tuple of fixed types is unpacked into C fields and packed
+again, its index into a new int object, wherever it is passed on or stored. For the same
+reason the stages' indices and lines are typed Any where they are listed (`kafka_fields`), and
+`usual_op` checks an index in a function (`_natural`): an index narrowed to `int` would be
+boxed anew into the Op."""
+Located = tuple[Any, ...]
+"""An operation with its line (line, `Op`), typed as `Op` is."""
 
 # An operation's type travels as its canonical name (one string object per name, from
 # `_TYPES`, so `is` compares them).
@@ -217,10 +223,10 @@ def kafka_fields(
     f: str,
     analysed: JsonValue,
     outcome: str,
-    invoked: int,
-    completed: int | None,
+    invoked: Any,
+    completed: Any,
     key: Any,
-    times: tuple[int | None, int | None] = (None, None),
+    times: tuple[Any, Any] = (None, None),
 ) -> list[Any]:
     """A Kafka call's `call_fields` with only what the Kafka checks read: process, function,
     outcome, indices, key, times and the analysed value (`kafka_checker.analysed_value`,
@@ -255,13 +261,33 @@ than this: shorter lines skip the depth check (`decode_line` makes it for the re
 def usual_op(obj: dict[str, Any]) -> Op | None:
     """The usual operation as an `Op`, checked as `make_operation` checks it (`obj.get`: C); else None."""
     kind, index, f = obj.get("type"), obj.get("index"), obj.get("f")
-    op_type = _TYPES.get(kind) if type(kind) is str else None
-    if op_type is None or type(index) is not int or index < 0 or type(f) is not str:
+    op_type = _op_type(kind) if type(kind) is str else None
+    if op_type is None or not _natural(index) or type(f) is not str:
         return None
     process, time = obj.get("process"), obj.get("time")
     if (type(process) is int or type(process) is str) and (time is None or type(time) is int):
         return index, process, op_type, f, obj.get("value"), obj.get("key"), time
     return None
+
+
+def _op_type(kind: str) -> str | None:
+    """`_TYPES.get(kind)` by comparisons (each line's type is a new string: a lookup hashes it)."""
+    return _INVOKE if kind == "invoke" else _OK_TYPE if kind == "ok" else _TYPES.get(kind)
+
+
+def _natural(index: object) -> bool:
+    return type(index) is int and index >= 0
+
+
+def _holds_float(value: Any) -> bool:
+    """Whether a JSON value holds a float (orjson reads an integer beyond 64 bits as one)."""
+    if type(value) is dict:
+        return _holds_float(list(value.values()))
+    if type(value) is list:
+        for item in value:
+            if type(item) is float or ((type(item) is list or type(item) is dict) and _holds_float(item)):
+                return True
+    return type(value) is float
 
 
 def jsonl_ops(
@@ -271,40 +297,38 @@ def jsonl_ops(
     line number (the first line is `first_line`). `first_ordinal`: the ordinal of the first
     operation in the file (the index of an operation without one), None when unknown
     (`OrdinalsNeededError` if one is missing). Reads as `readers.jsonl.parse_line` does: its checks
-    for the usual line in `usual_op`, `decode_line` and `make_operation` for anything else. A fast
-    path beside the readers' own: stage 1 of 400,000 Kafka operations took 3.0 CPU s with it,
-    4.6 with `parse_line` (`test_the_fast_line_reader_gives_the_readers_report` compares)."""
+    for the usual line in `usual_op`, `decode_line` and `make_operation` for any other, or where
+    orjson read a float (an integer beyond 64 bits? sought in the values: 46 M instructions at
+    10^5 bench operations; 143 M in the bytes). Beside the readers' own: stage 1 of 400,000 Kafka
+    operations 3.0 CPU s, 4.6 with `parse_line` (`test_the_fast_line_reader_gives_the_readers_report`)."""
     parse = orjson.loads
     line = first_line
     seen = 0  # operations so far
     for chunk in chunks:
-        # A chunk without a run of 20 digits has no integer orjson would read as a float
-        # (`first_long_integer`): one scan per chunk, not per line.
-        clean = first_long_integer(b"\n".join(chunk)) < 0
         for raw in chunk:
             at = line
             line += 1
             obj = None
-            if (clean or first_long_integer(raw) < 0) and (
-                len(raw) <= _DEEP_LINE_BYTES or not nests_deeper(raw, LINE_NESTING)
-            ):
+            if len(raw) <= _DEEP_LINE_BYTES or not nests_deeper(raw, LINE_NESTING):
                 try:
                     obj = parse(raw)
                 except orjson.JSONDecodeError:
                     obj = None
-            if type(obj) is not dict:
-                obj = decode_line(raw, source, at)
-                if obj is None:
-                    continue
+            usual = usual_op(obj) if type(obj) is dict else None
+            if usual is None or _holds_float(usual[4]) or _holds_float(usual[5]):
+                if type(obj) is not dict or _holds_float(obj):
+                    obj = decode_line(raw, source, at)
+                    if obj is None:
+                        continue
+                usual = usual_op(obj)
+                if usual is None:
+                    if "index" not in obj and first_ordinal is None:
+                        raise OrdinalsNeededError
+                    usual = operation_op(
+                        make_operation(obj, (first_ordinal or 0) + seen, source, at, EXPECTED)
+                    )
             seen += 1
-            usual = usual_op(obj)
-            if usual is not None:
-                yield at, usual
-                continue
-            if "index" not in obj and first_ordinal is None:
-                raise OrdinalsNeededError
-            ordinal = (first_ordinal or 0) + seen - 1
-            yield at, operation_op(make_operation(obj, ordinal, source, at, EXPECTED))
+            yield at, usual
 
 
 def operation_op(operation: Operation) -> Op:
@@ -490,8 +514,9 @@ class _Sink:
         self.plan = plan
         self.kafka = plan.model == "kafka"
         self.pieces: defaultdict[str, list[list[Any]]] = defaultdict(list)
+        self.keyed: dict[Any, list[list[Any]]] = {}  # Kafka key -> its part's list in `pieces`
+        self.names = kafka_checker.KeyNames()  # the keys sends name
         self.calls = 0
-        self.parts: dict[Any, str] = {}  # Kafka key -> its part's JSON
         self.whole_calls = plan.ships_whole_calls()  # else the whole-history part gets `CallFacts`
 
     def add_pair(self, invocation: Op, completion: Op | None) -> None:
@@ -502,13 +527,15 @@ class _Sink:
     def add_call(self, call: Call) -> None:
         if not self.kafka:
             for part, piece in split_calls(self.plan, (call,)):
-                self.add(part, call_fields(piece))
+                self.pieces[part].append(call_fields(piece))
             return
         if call.f in kafka_checker.SUBSCRIPTION_FUNCTIONS:
-            self.add(SUBSCRIPTIONS_PART, _kafka_call_fields(call, call.key, times=True))
+            self.pieces[SUBSCRIPTIONS_PART].append(_kafka_call_fields(call, call.key, times=True))
             return
         split = kafka_checker.split_call(call)
-        several = len(split) > 1 and call.outcome is Outcome.INFO and _sends_to_several_keys(call)
+        several = (
+            len(split) > 1 and call.outcome is Outcome.INFO and kafka_checker.sends_to_several_keys(call)
+        )
         for key, piece in split:
             fields = _kafka_call_fields(piece, key, times=False)
             if several:
@@ -516,59 +543,57 @@ class _Sink:
             self.add_piece(key, fields)
         if call.f in kafka_checker.DATA_FUNCTIONS:
             whole = _kafka_call_fields(call, call.key, times=True) if self.whole_calls else None
-            self.add(CYCLES_PART, whole or kafka_checker.call_facts_fields(call))
+            self.pieces[CYCLES_PART].append(whole or kafka_checker.call_facts_fields(call))
 
     def add_piece(self, key: Any, fields: list[Any]) -> None:
-        part = self.parts.get(key)
-        if part is None:
-            part = self.parts[key] = partition_key_json(key)
-        self.pieces[part].append(fields)
-
-    def add(self, part: str, fields: list[Any]) -> None:
-        self.pieces[part].append(fields)
+        entries = self.keyed.get(key)
+        if entries is None:
+            entries = self.keyed[key] = self.pieces[partition_key_json(key)]
+        entries.append(fields)
 
     def take(self) -> Iterator[Row]:
         """The pieces gathered so far, one CALLS row per part."""
         for part, entries in self.pieces.items():
-            yield CALLS, part, 0, 0, dumps(entries)
-        self.pieces = defaultdict(list)
+            if entries:
+                yield CALLS, part, 0, 0, dumps(entries)
+                entries.clear()
 
 
 WINDOW_CALLS: Final = 16384
 """Stage 1 writes each part's pieces as one row every this many calls, so it holds few at a time."""
 
 
-def split_rows(plan: Plan, ops: Iterable[tuple[int, Op]], source: str, split: int = 0) -> Iterator[Row]:
+def split_rows(plan: Plan, ops: Iterable[Located], source: str, split: int = 0) -> Iterator[Row]:
     """Stage 1 for one split: `ops` (line, operation) in file order -> the CALLS rows of the
-    calls it pairs, the BORDER rows of what it cannot pair, and its FACTS; bad input ends it
-    with one ERROR row (after the border rows read so far, see `border_rows`).
-    `OrdinalsNeededError` becomes an ERROR row too (the engine reads again with `Starts`)."""
+    calls it pairs, the BORDER rows of what it cannot pair, and its FACTS; bad input (and
+    `OrdinalsNeededError`: the engine reads again with `Starts`) ends it with one ERROR row
+    after the border rows read so far (see `border_rows`)."""
     sink = _Sink(plan)
-    open_calls: dict[Any, tuple[int, Op]] = {}
+    open_calls: dict[Any, Located | None] = {}  # each process seen: its open invocation
     border: list[Row] = []
-    seen: set[Any] = set()
     operations = 0
     window = WINDOW_CALLS
     try:
-        for line, operation in ops:
+        for located in ops:
             operations += 1
+            operation: Op = located[1]
             process = operation[1]
-            if process not in seen:
-                seen.add(process)
-                border.append(_border_row(FIRST, operation, split, line))
+            opened = open_calls.get(process, _UNSEEN)
+            if opened is _UNSEEN:
+                border.append(_border_row(FIRST, operation, split, located[0]))
+                opened = open_calls[process] = None
                 if operation[2] is not _INVOKE:
                     continue  # may end a call an earlier split opened: paired at the border
             if operation[2] is _INVOKE:
-                first = open_calls.get(process)
-                if first is not None:
-                    raise _invokes_while_open(first[1], operation, Position(source, line=line))
-                open_calls[process] = line, operation
+                if opened is not None:
+                    raise _invokes_while_open(opened[1], operation, Position(source, line=located[0]))
+                open_calls[process] = located
                 continue
-            opened = open_calls.pop(process, None)
             if opened is None:
                 if operation[2] is _INFO_TYPE:
                     continue  # e.g. a nemesis announcing a fault: not a client operation
-                raise _without_invocation(operation, Position(source, line=line))
+                raise _without_invocation(operation, Position(source, line=located[0]))
+            open_calls[process] = None
             sink.add_pair(opened[1], operation)
             window -= 1
             if not window:
@@ -580,9 +605,14 @@ def split_rows(plan: Plan, ops: Iterable[tuple[int, Op]], source: str, split: in
         return
     yield from sink.take()
     yield from border
-    for line, invocation in open_calls.values():
-        yield _border_row(OPEN, invocation, split, line)
+    for opened in open_calls.values():
+        if opened is not None:
+            yield _border_row(OPEN, opened[1], split, opened[0])
     yield FACTS, "", split, 0, dumps([operations, sink.calls])
+
+
+_UNSEEN: Final[Located] = (None, ())
+"""`split_rows`' mark of a process not seen yet in its split."""
 
 
 def _border_row(role: int, operation: Op, split: int, line: int) -> Row:
@@ -651,51 +681,30 @@ def stage1_rows(
     yield from border_rows(plan, sorted(border), source)
 
 
-def _sends_to_several_keys(call: Call) -> bool:
-    # Only such an info call's commitment can depend on another part (rare: transactions).
-    _, sends = kafka_checker.commit_facts(call)
-    return len({key for key, _ in sends}) > 1
-
-
 def _fast_pieces(invocation: Op, completion: Op, sink: _Sink) -> bool:
     """Add what `_Sink.add_call` adds of the calls that make up most of a history (sends, a
-    poll of string keys: the per-key pieces and the whole-history part's entry, as `_Sink`
-    makes them) straight from the operations; False (and nothing added) for any other call.
-    Stage 1 of the 10^5-op bench file: callgrind 3.2 G instructions, 5.4 G making each call and
-    piece (`test_fast_pieces_are_split_calls_pieces` compares them)."""
-    f, given, done = invocation[3], invocation[4], completion[4]
-    value = given if done is None else done  # `kafka_checker.analysed_value`
-    keys: list[str] | None = None
-    if f == "send":
-        send = kafka_checker.single_send(value)  # its key and offsets, in one look
-        keys = [send[0]] if send is not None else kafka_checker.plain_sends(value)
-        offsets = send[1] if send is not None else kafka_checker.plain_max_offsets(f, value)
-    elif f == "poll":
-        offsets = kafka_checker.plain_poll_offsets(value)  # its keys, in the same pass
-        keys = None if offsets is None else sorted(offsets) if len(offsets) > 1 else list(offsets)
-    if keys is None:
+    poll of string keys: the per-key pieces and the whole-history part's entry, as `_Sink` makes
+    them) straight from the operations (`kafka_checker.plain_facts_fields`); False (and nothing
+    added) for any other call. Stage 1 of the 10^5-op bench file, callgrind: 5.4 G instructions
+    making each call and piece, 3.2 G this way (`test_fast_pieces_are_split_calls_pieces`)."""
+    f, done, kind, process = invocation[3], completion[4], completion[2], invocation[1]
+    value = invocation[4] if done is None else done  # `kafka_checker.analysed_value`
+    invoked, completed, began, ended = invocation[0], completion[0], invocation[6], completion[6]
+    pieces: list[Any] = []  # key, analysed value, key, ...
+    facts = kafka_checker.plain_facts_fields(
+        process, f, kind, invoked, completed, began, ended, value, sink.names, pieces
+    )
+    if facts is None:
         return False
-    kind, process, invoked, completed = completion[2], invocation[1], invocation[0], completion[0]
-    times = invocation[6], completion[6]
     if sink.whole_calls:
-        sink.add(CYCLES_PART, kafka_fields(process, f, value, kind, invoked, completed, invocation[5], times))
-    else:
-        offsets = {} if kind == "fail" else offsets
-        if offsets is None:
-            return False  # the general way finds them (`kafka_checker.call_facts_fields`)
-        sink.add(CYCLES_PART, facts_fields(process, f, kind, invoked, completed, times, offsets))
-    if len(keys) == 1:
-        sink.add_piece(keys[0], kafka_fields(process, f, value, kind, invoked, completed, keys[0]))
-        return True
-    # The analysed value of each key's piece: the completion's restricted to the key (never
-    # None when the completion had a value), else the invocation's.
-    analysed = kafka_checker.restrict_each(value, keys)
-    several = f == "send" and kind is _INFO_TYPE  # an info call that sent to several keys
-    for key in keys:
-        fields = kafka_fields(process, f, analysed[key], kind, invoked, completed, key)
+        facts = kafka_fields(process, f, value, kind, invoked, completed, invocation[5], (began, ended))
+    sink.pieces[CYCLES_PART].append(facts)
+    several = len(pieces) > 2 and f == "send" and kind is _INFO_TYPE  # an info call that sent to several keys
+    for at in range(0, len(pieces), 2):
+        fields = kafka_fields(process, f, pieces[at + 1], kind, invoked, completed, pieces[at])
         if several:
             fields.append(SEVERAL)
-        sink.add_piece(key, fields)
+        sink.add_piece(pieces[at], fields)
     return True
 
 

@@ -1,6 +1,8 @@
-"""Stage 1's Kafka shape helpers (`kafka_checker.single_send`, `plain_poll_offsets`,
-`plain_max_offsets`, `restrict_each`) against what they stand for: the helpers they fuse,
-and the long way (`_max_offsets` of a call, `_restrict`), on common and odd values."""
+"""Stage 1's Kafka shape helpers (`kafka_checker.single_send`, `send_facts_fields`,
+`facts_kind`, `KeyNames`, `plain_poll_offsets`, `plain_max_offsets`, `restrict_each`) against
+what they stand for: the helpers they fuse, and the long way (`_max_offsets` of a call,
+`_restrict`), on common and odd values; and `distributed.jsonl_ops` against the reader's
+`parse_line` on lines orjson cannot read exactly."""
 
 from __future__ import annotations
 
@@ -9,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from spark_checks import kafka_checker
+from spark_checks import distributed, kafka_checker
 from spark_checks.history import HistoryError, Outcome, new_call
+from spark_checks.readers.jsonl import parse_line
 
 ODD_VALUES: list[Any] = [
     [["send", "x", [3, 1]]],
@@ -93,13 +96,43 @@ def old_poll_offsets(value: Any) -> dict[str, Any] | None:
 
 
 @pytest.mark.parametrize("value", values())
-def test_single_send_is_the_key_and_max_offsets_of_a_send(value: Any) -> None:
+def test_single_send_is_the_send_of_a_value_of_one_send(value: Any) -> None:
     found = kafka_checker.single_send(value)
     key = kafka_checker.single_send_key(value)
     if key is None:
         assert found is None
         return
-    assert found == (key, kafka_checker.plain_max_offsets("send", value))
+    assert found is value[0]
+    assert kafka_checker._norm_key(found[1]) == key
+
+
+@pytest.mark.parametrize("value", values())
+@pytest.mark.parametrize("outcome", ["ok", "info", "fail"])
+def test_send_facts_fields_are_the_facts_fields_of_a_send(value: Any, outcome: str) -> None:
+    send = kafka_checker.single_send(value)
+    if send is None:
+        return
+    key = kafka_checker._norm_key(send[1])
+    fast = kafka_checker.send_facts_fields(3, outcome, 10, 11, 100, None, key, send[2])
+    offsets = {} if outcome == "fail" else kafka_checker.plain_max_offsets("send", value)
+    if offsets is None:
+        assert fast is None  # the long way finds them
+        return
+    assert fast == kafka_checker.facts_fields(3, "send", outcome, 10, 11, 100, None, offsets)
+
+
+@pytest.mark.parametrize("f", ["send", "poll", "txn"])
+@pytest.mark.parametrize("outcome", ["ok", "info", "fail"])
+def test_facts_kind_is_the_function_and_outcome_kinds(f: str, outcome: str) -> None:
+    expected = kafka_checker._FUNCTION_KIND[f] + kafka_checker._OUTCOME_KIND[outcome]
+    assert kafka_checker.facts_kind("".join(f), "".join(outcome)) == expected  # (new strings)
+
+
+def test_key_names_are_norm_key_each_integer_made_once() -> None:
+    names = kafka_checker.KeyNames()
+    keys: list[Any] = [7, "7", True, 1, 1.0, 2**70, -3, None, "x", 7, 1, True, 1.0]
+    assert [names.of(key) for key in keys] == [kafka_checker._norm_key(key) for key in keys]
+    assert names.of(7) is names.of(7) and names.of(2**70) is names.of(2**70)
 
 
 @pytest.mark.parametrize("value", values())
@@ -132,3 +165,58 @@ def test_restrict_each_is_restrict_per_key(value: Any) -> None:
     assert kafka_checker.restrict_each(value, keys) == {
         key: kafka_checker._restrict(value, key) for key in keys
     }
+
+
+def test_jsonl_ops_read_what_orjson_cannot_as_the_reader_does() -> None:
+    # orjson reads an integer beyond 64 bits as a float: such lines (or a float anywhere in the
+    # operation) go the reader's exact way, wherever the number is.
+    head = b'{"process": 1, "type": "invoke", "f": "w", '
+    lines = [
+        head + b'"index": 0, "value": [["send", 7, 1]]}',
+        head + b'"index": 1, "value": [["send", 7, [0, 123456789012345678901]]]}',
+        head + b'"index": 2, "value": 1.5, "key": -9223372036854775809}',
+        head + b'"index": 3, "value": {"a": [2.0, [18446744073709551616]]}}',
+        head + b'"index": 18446744073709551617, "value": 1}',
+        head + b'"index": 5, "value": 1, "time": 99999999999999999999}',
+        head + b'"index": 6, "value": 1, "extra": 1e400}',
+        head + b'"index": 7, "value": 1, "extra": 1e300}',
+        b'{"index": 8, "process": 2.0, "type": "ok", "f": "w", "value": 1}',
+        head + b'"value": [1, 2.5, 36893488147419103232]}',
+        head + b'"value": [1, 2]}',
+        head + b'"index": 11, "value": {"k": -0, "l": 1E2}}',
+    ]
+    for number, raw in enumerate(lines):
+        try:
+            expected: Any = distributed.operation_op(parse_line(raw, number, "h", number + 1))  # type: ignore[arg-type]
+        except HistoryError as error:
+            expected = error.message
+        try:
+            read: Any = list(distributed.jsonl_ops([[raw]], "h", number + 1, number))
+        except HistoryError as error:
+            read = error.message
+        else:
+            assert [line for line, _ in read] == [number + 1]
+            read = read[0][1]
+        assert repr(read) == repr(expected)  # (repr: 1 == 1.0, the types differ)
+
+
+@pytest.mark.parametrize("value", values())
+@pytest.mark.parametrize("f", ["send", "poll", "txn"])
+@pytest.mark.parametrize("outcome", [Outcome.OK, Outcome.INFO, Outcome.FAIL])
+def test_plain_facts_fields_are_the_calls_facts_and_pieces(value: Any, f: str, outcome: Outcome) -> None:
+    pieces: list[Any] = []
+    names = kafka_checker.KeyNames()
+    facts = kafka_checker.plain_facts_fields(3, f, outcome.value, 10, 11, 100, None, value, names, pieces)
+    call = new_call(3, f, None, value, outcome, 10, 11, None, 100, None, value)
+    try:
+        expected = kafka_checker.call_facts_fields(call)
+        split = kafka_checker.split_call(call)
+    except HistoryError:
+        assert facts is None  # the long way reports it
+        return
+    if facts is None:
+        return  # left to the long way
+    assert facts == expected
+    analysed = {key: kafka_checker.analysed_value(piece) for key, piece in split}
+    assert len(pieces) == 2 * len(analysed)
+    assert dict(zip(pieces[::2], pieces[1::2], strict=True)) == analysed
