@@ -361,18 +361,19 @@ def edn_ops(
     (`spark_read.EDN_OPERATION_LINE`, matched by Spark): one op map per line that starts one,
     as Jepsen writes `history.edn`. A line that breaks that rule is a HistoryError with
     `SPANS_LINES`."""
-    run: list[tuple[bytes, bool]] = []
-    start, ordinal = first_line, first_ordinal
-    for item in lines:
-        run.append(item)
-        if len(run) >= EDN_RUN_LINES:
+    from spark_checks.readers.edn_fast import read_jepsen_ops  # only EDN histories need it
+
+    start, ordinal, lines = first_line, first_ordinal, iter(lines)
+    while run := list(itertools.islice(lines, EDN_RUN_LINES)):
+        every = all(holds for _, holds in run)
+        jepsen = read_jepsen_ops([raw for raw, _ in run]) if every else None
+        if jepsen is not None:  # straight from the list: no generator between
+            yield from zip(range(start, start + len(jepsen)), jepsen, strict=True)
+        else:
             yield from _edn_run(run, source, start, ordinal)
-            start += len(run)
-            if ordinal is not None:
-                ordinal += sum(holds for _, holds in run)
-            run = []
-    if run:
-        yield from _edn_run(run, source, start, ordinal)
+        start += len(run)
+        if ordinal is not None:
+            ordinal += sum(holds for _, holds in run)
 
 
 _EDN_OPENER: Final = __import__("re").compile(r"[\s,]*[\[(]")
@@ -383,20 +384,15 @@ _EMPTY_EDN_LINE: Final = __import__("re").compile(r"[\s,]*(?:;[^\n]*)?\Z")
 def _edn_run(
     run: list[tuple[bytes, bool]], source: str, first: int, first_ordinal: int | None
 ) -> Iterator[tuple[int, Op]]:
-    """The op maps of a run of lines. A run of Jepsen's usual lines is read through orjson
-    (`edn_fast.read_op_maps`, whose docstring has the gain: 7.3 us per op against 21 on the
-    bench's 10^6-op files), any other by `iter_forms` below; `test_edn_fast` compares the two.
-    Lines in Jepsen's field order give their `Op`s without a map (`edn_fast.read_jepsen_ops`:
-    callgrind, 10^5 bench ops, 57 k instructions per op read against 48 k)."""
-    from spark_checks.readers.edn_fast import read_jepsen_ops, read_op_maps  # only EDN histories need them
+    """The op maps of a run of lines but Jepsen's usual ones in Jepsen's field order (which
+    `edn_ops` reads by `edn_fast.read_jepsen_ops`, their `Op`s without a map: callgrind, 10^5
+    bench ops, 57 k instructions per op read against 48 k). A run of Jepsen's usual lines is
+    read through orjson (`edn_fast.read_op_maps`, whose docstring has the gain: 7.3 us per op
+    against 21 on the bench's 10^6-op files), any other by `iter_forms` below; `test_edn_fast`
+    compares the two."""
+    from spark_checks.readers.edn_fast import read_op_maps  # only EDN histories need it
 
-    raws = [raw for raw, _ in run]
-    every = all(holds for _, holds in run)
-    jepsen = read_jepsen_ops(raws) if every else None
-    if jepsen is not None:
-        yield from zip(range(first, first + len(jepsen)), jepsen, strict=True)
-        return
-    maps = read_op_maps(raws) if every else None
+    maps = read_op_maps([raw for raw, _ in run]) if all(holds for _, holds in run) else None
     if maps is not None:
         for number, value in enumerate(maps):
             line = first + number

@@ -17,9 +17,13 @@ operations only (no Python step per token) and parsed by orjson:
   they hold is never rewritten.
 
 A run of lines that all hold Jepsen's fields in Jepsen's order (`_JEPSEN_LINE`: index, time,
-type, process, f, value) is read together: one regex scan gives the fields, the values make one
-JSON text (for the engines' stages, `read_jepsen_ops` makes their operations' tuples from
-that scan without building a map). Any other run is read line by line: Jepsen's fields by
+type, process, f, value) is read together: one regex scan gives the fields, and the values, a
+line each, make one JSON text by replacements alone (`_json_code`: a single space separates
+forms, so no split into words, and only the few distinct keywords are looked up; for the
+engines' stages, `read_jepsen_ops` makes their operations' tuples from that scan without
+building a map). Each value's brackets must pair up, kind by kind, within its line
+(`_nested_within`): else a value's unclosed `[` could be closed by a later line's and the values
+shift, and `{1 2]` would read as a map. Any other run is read line by line: Jepsen's fields by
 `_JEPSEN_HEADER` and the value alone, any other op map whole. Only text that certainly reads
 the same way both ways is taken:
 no `\\` and no NUL byte; outside strings only ASCII letters, digits, spaces, commas, brackets
@@ -42,6 +46,14 @@ text (per-call cost dominates here). `kafkaspec verify --engine local --workers 
 kafka-1000000-ops-1000-keys.edn (through `edn.edn_located`): 27.7 CPU-s against 42.0. A poll
 line of 3.8 MB (a final read) gains little: 0.66 s against 0.78, the maps being rebuilt in Python.
 `tests/spark_checks/test_edn_fast.py` compares the two readings on generated op maps.
+
+The values of a run by replacements (`_json_code`) rather than words looked up one by one, and
+maps rebuilt by one walk of the lists: callgrind, compiled, `distributed.edn_ops` over the 10^5
+bench files (process start-up taken off), kafka-100000-ops-1000-keys.edn 4.01 G instructions
+-> 2.86 G (40.1 k -> 28.6 k an op; with stage 1's pairing and splitting, 4.63 -> 3.50 G),
+kafka-100000-ops-64-keys-jepsen.edn 8.28 -> 5.36 G; CPU time on the 10^6 bench file, load 4,
+two rounds: 4.9-5.1 -> 3.7-4.0 CPU-s. `tests/spark_checks/test_edn_fast_runs.py` has the lines
+whose brackets do not pair up, which the reading before took (shifted values, `{1 2]` a map).
 """
 
 from __future__ import annotations
@@ -80,6 +92,11 @@ _JEPSEN_LINE: Final = re.compile(
     re.MULTILINE,
 )
 """A whole line of `_JEPSEN_HEADER`'s fields, its value up to the line's last `}`."""
+_RUN_CHARS: Final = _CODE_CHARS + b"\n"
+_KEYWORD_FORM: Final = re.compile(rb"(?<=[\[,]):[^,\[\]\x00]*")
+"""A keyword where a form starts, in `_json_code`'s JSON code: up to the next `,`, bracket or string."""
+_NOT_BRACKET_OR_LINE_END: Final = bytes(byte for byte in range(256) if byte not in b"[]{}\n")  # to delete
+_PAIR_MARK: Final = b"\x02"
 _SIMPLE_FORM: Final = re.compile(
     rb"(?:[ ,\[\]]+|(?:-?(?:0|[1-9][0-9]{0,17})|:[A-Za-z_?!*<>=/+.-][\w?!*<>=/+.:-]*"
     rb'|"[^"\\ ,\[\]{}\x00-\x1f]*"|nil|true|false|\{\})(?=[ ,\]]|\Z))*'
@@ -169,26 +186,101 @@ def read_jepsen_ops(lines: Sequence[bytes]) -> list[JepsenOp] | None:
 
 def _jepsen_rows(lines: Sequence[bytes], pieces: dict[bytes, bytes]) -> tuple[list[Any], list[Any]] | None:
     """`_JEPSEN_LINE`'s fields of each line and its value read, or None unless every line
-    has them; `_NotFastError` from rebuilding a map."""
+    has them and each value is certain to read as `iter_forms` reads it; `_NotFastError` from
+    rebuilding a map. The values, a line each, are made one JSON text for orjson with bytes
+    operations over them all (`_json_code`), with no step per value or token but the
+    rebuilding of maps."""
     text = b"\n".join(lines)
     if text.count(b"\n") != len(lines) - 1:
         return None
     rows = _JEPSEN_LINE.findall(text)
     if len(rows) != len(lines):
         return None
-    forms = list(map(itemgetter(6), rows))
-    try:
-        _json, wrapped, rebuild = _json_of(b"[[" + b"] [".join(forms) + b"]]", pieces, MAX_NESTING + 2)
-    except _NotFastError:
+    values = b"\n".join(map(itemgetter(6), rows))
+    if b"\\" in values or _STRING_MARK in values:
         return None
-    if wrapped.__class__ is not list or len(wrapped) != len(rows) or set(map(len, wrapped)) != {1}:
+    parts = values.split(b'"') if b'"' in values else None
+    if parts is not None:
+        if not len(parts) & 1:
+            return None
+        code = _STRING_MARK.join(parts[0::2])
+    else:
+        code = values
+    if code.translate(None, _RUN_CHARS) or b"null" in code:
+        return None
+    digits = code.translate(_DIGITS_AS_ZERO)
+    if _LONG_INTEGER in digits or b"0." in digits or b"0e" in digits or b"0E" in digits:
+        return None
+    if not _nested_within(code, len(lines) - 1, MAX_NESTING):
+        return None  # a value whose brackets do not pair up in its line, or nest too deep
+    json = _json_code(b"[" + code + b"]", pieces)  # a list of the values
+    if json is None:
+        return None
+    if parts is not None:
+        parts[0::2] = json.split(_STRING_MARK)
+        json = b'"'.join(parts)
+    try:
+        read: list[Any] = orjson.loads(json)
+    except orjson.JSONDecodeError:
+        return None
+    if len(read) != len(rows):
         return None  # some line's value is not one form
-    values = list(map(itemgetter(0), wrapped))
-    if rebuild:
-        for number, form in enumerate(forms):
-            if form.count(b"{") != form.count(b"{}"):
-                values[number] = _rebuilt(values[number])
-    return rows, values
+    if code.count(b"{") != code.count(b"{}"):
+        for number, value in enumerate(read):
+            if isinstance(value, list):
+                read[number] = _rebuilt(value)
+    return rows, read
+
+
+def _json_code(code: bytes, pieces: dict[bytes, bytes]) -> bytes | None:
+    """EDN code (strings cut out: `_STRING_MARK`; only `_RUN_CHARS`; lines apart) as JSON code,
+    or None where a form could read otherwise: `,` is whitespace, a single space (Jepsen's
+    `, ` between map entries: two) separates forms and becomes `,`, as a line's end does; a
+    map `{...}` becomes a list led by `_MAP_OPENER`'s dict (rebuilt by `_rebuilt`), `{}` stays;
+    `nil` becomes `null` where a form starts (after `[` or `,`), and each distinct keyword
+    found where a form starts (`_KEYWORD_FORM`) its name (`_atom`), wherever it is. What that
+    leaves unread or misreads (a symbol, `nile`, `:send` in `:sendx` or `x:send`, more spaces)
+    is no JSON: orjson refuses it."""
+    code = (
+        code.translate(_AS_SPACE_AND_CLOSER)
+        .replace(b"{]", _EMPTY_MAP_MARK)
+        .replace(b"{", _MAP_OPENER[1:])  # `{` right after a form (`:a{`) is left unread: no space
+        .replace(_EMPTY_MAP_MARK, b"{}")
+        .replace(b"  ", b" ")
+        .replace(b" ", b",")
+        .replace(b"\n", b",")
+        .replace(b"[,", b"[")
+        .replace(b",]", b"]")
+    )
+    if b"nil" in code:  # what follows `nil` but `,` or `]` is no JSON: `nile` -> `nulle`
+        code = code.replace(b",nil", b",null").replace(b"[nil", b"[null")
+    if b":" in code:  # longest first: `:a:b` before `:b`, `:sender` before `:send`
+        for keyword in sorted(set(_KEYWORD_FORM.findall(code)), key=len, reverse=True):
+            json = pieces.get(keyword)
+            if json is None:
+                if len(pieces) >= _PIECES_LIMIT:
+                    return None
+                try:
+                    json = pieces[keyword] = orjson.dumps(_atom(keyword.decode("ascii")))
+                except ValueError:  # `:` alone: refused by the reader
+                    return None
+            code = code.replace(keyword, json)  # where it does not end a form, no JSON is left
+    return code
+
+
+def _nested_within(code: bytes, newlines: int, levels: int) -> bool:
+    """Whether in each line of `code` (`newlines` line ends) every `[` and `{` is closed by a
+    closer of its own kind, at most `levels` inside one another: rounds that take out the
+    innermost pairs, one level each, till only the line ends are left."""
+    brackets = code.translate(None, _NOT_BRACKET_OR_LINE_END)
+    for _round in range(levels):
+        if len(brackets) == newlines:
+            return True
+        closed = brackets.replace(b"[]", _PAIR_MARK).replace(b"{}", _PAIR_MARK)
+        if len(closed) == len(brackets):
+            return False
+        brackets = closed.translate(None, _PAIR_MARK)
+    return len(brackets) == newlines
 
 
 def _read_each(lines: Sequence[bytes], pieces: dict[bytes, bytes]) -> list[dict[str, Any]] | None:
@@ -203,7 +295,7 @@ def _read_each(lines: Sequence[bytes], pieces: dict[bytes, bytes]) -> list[dict[
         fields = header(line)
         if fields is None:  # any other op map: the whole line is one form
             _json, found, rebuild = _json_of(line, pieces, _NESTING_LEVELS)
-            if rebuild:
+            if rebuild and isinstance(found, list):
                 found = _rebuilt(found)
             if found.__class__ is not dict:
                 return None
@@ -251,7 +343,7 @@ def _form(
     else:
         json, rebuild = known
         value = orjson.loads(json)
-    return _rebuilt(value) if rebuild else value
+    return _rebuilt(value) if rebuild and isinstance(value, list) else value
 
 
 def _json_of(text: bytes, pieces: dict[bytes, bytes], levels: int) -> tuple[bytes, Any, bool]:
@@ -278,7 +370,7 @@ def _json_of(text: bytes, pieces: dict[bytes, bytes], levels: int) -> tuple[byte
     digits = code.translate(_DIGITS_AS_ZERO)
     if _LONG_INTEGER in digits or b"0." in digits or b"0e" in digits or b"0E" in digits:
         raise _NotFastError
-    if nests_deeper(code, levels):
+    if not _nested_within(code, 0, levels):  # also `{1 2]`: orjson reads both closers alike
         raise _NotFastError
     spaced = (
         code.translate(_AS_SPACE_AND_CLOSER)
@@ -324,26 +416,29 @@ def _learn(spaced: bytes, pieces: dict[bytes, bytes]) -> bool:
     return learnt
 
 
-def _map(value: Any) -> dict[str, Any]:
-    """A map read as a list led by the empty dict: its forms paired, as the reader pairs them."""
-    if value.__class__ is not list or not value or not value[0] or not len(value) & 1:
+def _map(value: list[Any]) -> dict[str, Any]:
+    """A map read as a list led by the empty dict: its forms paired, as the reader pairs them
+    (`map_of_pairs`; an integer key's JSON text is its `str`)."""
+    if not value[0] or not len(value) & 1:
         raise _NotFastError  # the `_MAP_OPENER` dict is the only non-empty dict before maps are rebuilt
     keys = value[1::2]
-    if list(map(type, keys)).count(str) == len(keys):  # `map_of_pairs`'s usual case, cheaper
+    kinds = set(map(type, keys))
+    if kinds == {str} or not keys:  # `map_of_pairs`'s usual case, cheaper
         return dict(zip(keys, value[2::2], strict=True))
+    if kinds <= {str, int}:  # Kafka's polls: offsets by integer key
+        return {
+            key if type(key) is str else str(key): item for key, item in zip(keys, value[2::2], strict=True)
+        }
     return map_of_pairs(value[1:])
 
 
-def _rebuilt(value: Any) -> Any:
-    """Maps inside `value` rebuilt, innermost first (a map's key may be a map or vector)."""
-    if value.__class__ is not list:
-        return value
-    is_map = bool(value) and value[0].__class__ is dict and bool(value[0])  # before its maps are rebuilt
-    if list in map(type, value):  # a list of no list and no map (a Kafka [offset value]) is left alone
-        value = [
-            _rebuilt(item)
-            if item.__class__ is list and (list in map(type, item) or (item and item[0].__class__ is dict))
-            else item
-            for item in value
-        ]
+def _rebuilt(value: list[Any]) -> Any:
+    """Maps inside `value` rebuilt, innermost first (a map's key may be a map or vector), in
+    place: a list orjson has just made is no one else's."""
+    is_map = bool(value) and isinstance(value[0], dict) and bool(value[0])  # before its maps are rebuilt
+    for number, item in enumerate(value):
+        if isinstance(item, list):
+            rebuilt = _rebuilt(item)
+            if rebuilt is not item:
+                value[number] = rebuilt
     return _map(value) if is_map else value
