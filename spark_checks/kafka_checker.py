@@ -579,13 +579,8 @@ def plain_poll_offsets(value: JsonValue) -> dict[str, int] | None:
     None for any other shape (the long way then finds either)."""
     if not value:
         return {}  # `_parse` reads nothing from an empty value
-    if type(value) is not list:
-        return None
-    mops: list[Any] = value
-    if len(mops) != 1 or type(mops[0]) is not list:
-        return None
-    fields: list[Any] = mops[0]
-    if not fields or type(fields[0]) is not str or fields[0] not in _POLL:
+    fields = _one_poll(value)
+    if fields is None:
         return None
     polled = fields[1] if len(fields) > 1 else None
     if not polled:
@@ -602,6 +597,20 @@ def plain_poll_offsets(value: JsonValue) -> dict[str, int] | None:
             return None  # a null offset, or a malformed pair: the long way says which
         out[key] = best
     return out
+
+
+def _one_poll(value: JsonValue) -> list[Any] | None:
+    """The micro-operation of a value that is exactly one poll ([poll] or [poll, polled]),
+    else None (`plain_poll_offsets` and `_plain_poll` then read what it polled)."""
+    if type(value) is not list:
+        return None
+    mops: list[Any] = value
+    if len(mops) != 1 or type(mops[0]) is not list:
+        return None
+    mop: list[Any] = mops[0]
+    if not mop or type(mop[0]) is not str or mop[0] not in _POLL:
+        return None
+    return mop
 
 
 def _pairs_offset(pairs: list[Any]) -> Any:
@@ -2239,13 +2248,8 @@ def _plain_poll(value: JsonValue, offsets: list[Any], pieces: list[Any]) -> bool
     False for any other shape (a poll of several keys but for a pair: the long way)."""
     if not value:
         return True  # `_parse` reads nothing from an empty value
-    if type(value) is not list:
-        return False
-    mops: list[Any] = value
-    if len(mops) != 1 or type(mops[0]) is not list:
-        return False
-    mop: list[Any] = mops[0]
-    if not mop or type(mop[0]) is not str or mop[0] not in _POLL:
+    mop = _one_poll(value)
+    if mop is None:
         return False
     polled = mop[1] if len(mop) > 1 else None
     if not polled:

@@ -184,6 +184,20 @@ def read_jepsen_ops(lines: Sequence[bytes]) -> list[JepsenOp] | None:
     return ops
 
 
+def _cut_strings(text: bytes) -> tuple[bytes, list[bytes] | None] | None:
+    """`text` with each string's contents cut out (`_STRING_MARK` where each stood) and the
+    pieces its quotes split it into (None: it has no string, `parts[1::2]` the strings); None
+    unless every string certainly reads alike (no escape, no unclosed quote, no mark)."""
+    if b"\\" in text or _STRING_MARK in text:
+        return None
+    if b'"' not in text:
+        return text, None
+    parts = text.split(b'"')
+    if not len(parts) & 1:
+        return None
+    return _STRING_MARK.join(parts[0::2]), parts
+
+
 def _jepsen_rows(lines: Sequence[bytes], pieces: dict[bytes, bytes]) -> tuple[list[Any], list[Any]] | None:
     """`_JEPSEN_LINE`'s fields of each line and its value read, or None unless every line
     has them and each value is certain to read as `iter_forms` reads it; `_NotFastError` from
@@ -196,16 +210,10 @@ def _jepsen_rows(lines: Sequence[bytes], pieces: dict[bytes, bytes]) -> tuple[li
     rows = _JEPSEN_LINE.findall(text)
     if len(rows) != len(lines):
         return None
-    values = b"\n".join(map(itemgetter(6), rows))
-    if b"\\" in values or _STRING_MARK in values:
+    cut = _cut_strings(b"\n".join(map(itemgetter(6), rows)))
+    if cut is None:
         return None
-    parts = values.split(b'"') if b'"' in values else None
-    if parts is not None:
-        if not len(parts) & 1:
-            return None
-        code = _STRING_MARK.join(parts[0::2])
-    else:
-        code = values
+    code, parts = cut
     if code.translate(None, _RUN_CHARS) or b"null" in code:
         return None
     digits = code.translate(_DIGITS_AS_ZERO)
@@ -351,15 +359,10 @@ def _json_of(text: bytes, pieces: dict[bytes, bytes], levels: int) -> tuple[byte
     has maps to rebuild;
     `_NotFastError` unless certainly read alike. `pieces`: the table of keywords and nils as JSON
     (see the module), grown as they come; `levels`: the nesting the reader allows here."""
-    if b"\\" in text or _STRING_MARK in text:
+    cut = _cut_strings(text)
+    if cut is None:
         raise _NotFastError
-    parts = text.split(b'"') if b'"' in text else None
-    if parts is not None:
-        if not len(parts) & 1:
-            raise _NotFastError
-        code = _STRING_MARK.join(parts[0::2])
-    else:
-        code = text
+    code, parts = cut
     if not code.translate(None, _INTEGER_VECTOR_CHARS):  # integers in vectors: nothing to look up
         if _LONG_INTEGER in code.translate(_DIGITS_AS_ZERO) or nests_deeper(code, levels):
             raise _NotFastError
