@@ -64,8 +64,8 @@ from spark_checks.checking import (
     check_key_deciding_commits,
     check_part,
     check_whole_facts,
-    kafka_context,
     partition_key_json,
+    remembered_context,
     split_calls,
     unchecked_result,
 )
@@ -814,7 +814,7 @@ def check_rows(
 def subscriptions_context(payloads: Iterable[bytes], committed: frozenset[int] | None) -> KafkaContext:
     """The Kafka context every key's check needs, from the assign/subscribe calls' CALLS
     payloads (in any order), with the info calls known to have committed (None: round one)."""
-    context = kafka_context(sorted(decode_part(payloads)[0], key=lambda call: call.invoke_index))
+    context = remembered_context(sorted(payloads), decode_part)
     return replace(context, committed_info=committed or frozenset(), whole_by_keys=committed is None)
 
 

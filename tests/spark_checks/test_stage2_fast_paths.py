@@ -1,7 +1,9 @@
 """Stage 2's Kafka fast paths against what they stand for: one key's walk reading a plain send
 or poll in place (`kafka_checker._collect_key`) against the long way (`_parse`, `_add_call`);
 the keys an assignment names, one set per distinct list (`_names_of`), against the strings of
-its keys; and the `LAG_LISTED`th greatest lag (`_least_listed`) against `heapq.nlargest`."""
+its keys; the `LAG_LISTED`th greatest lag (`_least_listed`) against `heapq.nlargest`; and the
+assign/subscribe calls' context kept for the next bucket (`remembered_context`) against one
+made anew."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from spark_checks.checking import KafkaContext, kafka_context, remembered_context
+from spark_checks.distributed import decode_part, dumps, kafka_fields, subscriptions_context
 from spark_checks.history import Call, CheckResult, Outcome
 from spark_checks.kafka_checker import (
     LAG_LISTED,
@@ -143,3 +147,35 @@ def test_the_least_listed_lag_is_the_last_of_the_greatest() -> None:
             lags = [rng.randrange(spread) for _ in range(size)]
             top = heapq.nlargest(LAG_LISTED, lags)
             assert _least_listed(lags) == (top[-1] if len(top) == LAG_LISTED else 0)
+
+
+def _assign_payloads(keys: list[list[Any]]) -> list[bytes]:
+    """CALLS payloads of assign calls of `keys` (as stage 1 ships them), two calls a payload."""
+    rows = [
+        kafka_fields(process % 3, "assign", named, "ok", 2 * process, 2 * process + 1, None, (None, None))
+        for process, named in enumerate(keys)
+    ]
+    return [dumps(rows[at : at + 2]) for at in range(0, len(rows), 2)]
+
+
+def test_a_remembered_context_is_made_again_for_other_payloads_only() -> None:
+    # The memo against `kafka_context` of the decoded calls, made anew each time: the same
+    # payloads in any order (new objects, as the next Spark task gets them) give the kept
+    # context; other payloads a new one, which then is the one kept.
+    first = _assign_payloads([["1", "2"], ["2", 3], [4], ["1"], [5, 6]])
+    other = _assign_payloads([["1", "2"], [7]])
+
+    def made(payloads: list[bytes]) -> KafkaContext:
+        return kafka_context(sorted(decode_part(payloads)[0], key=lambda call: call.invoke_index))
+
+    kept = remembered_context(sorted(first), decode_part)
+    assert kept == made(first) and kept.subscriptions
+    again = remembered_context(sorted(bytes(payload) for payload in reversed(first)), decode_part)
+    assert again is kept
+    new = remembered_context(sorted(other), decode_part)
+    assert new is not kept and new == made(other) != kept
+    assert remembered_context(sorted(other), decode_part) is new
+    # Through stage 2's own entry, with the info calls known to have committed set per call.
+    context = subscriptions_context(list(reversed(other)), frozenset({9}))
+    assert context.prepared is new.prepared and context.committed_info == {9} and not context.whole_by_keys
+    assert remembered_context(sorted(first), decode_part) is not kept  # one entry: made again
