@@ -32,6 +32,7 @@ from spark_checks.choices import DEFAULT_MAX_MEMORY_BYTES, ENGINES, FORMATS, MOD
 from spark_checks.uris import RemoteHistoryError, history_argument, is_remote, unreadable_message
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
     from rich.console import Console
 
     from spark_checks.engine import HistoryReport, VerifyOptions
@@ -804,14 +805,7 @@ def verify_command(
             update = progress_for(path)
             try:
                 if spark is None and choose_engine_for(path, engine) == "spark":
-                    from spark_checks.spark_session import spark_session  # Spark's runs only
-
-                    spark = spark_session(
-                        master,
-                        history_bytes=sum(_size(each) for each in histories),
-                        progress=update,
-                        conf=spark_conf,
-                    )
+                    spark = _started_spark(master, histories, update, spark_conf)
                 report = verify_history(
                     path,
                     options,
@@ -876,6 +870,24 @@ def _print_reports(
     return exit_code(reports)
 
 
+def _started_spark(
+    master: str | None,
+    histories: Sequence[str],
+    progress: Callable[[str], None],
+    conf: dict[str, str] | None,
+) -> SparkSession:
+    """The Spark session for these histories (`spark_session`); a JVM that does not start (a
+    setting it refuses, no Java) is a usage problem, not a bug."""
+    from spark_checks.spark_session import SparkStartError, spark_session  # Spark's runs only
+
+    try:
+        return spark_session(
+            master, history_bytes=sum(_size(path) for path in histories), progress=progress, conf=conf
+        )
+    except SparkStartError as error:
+        raise UsageProblem(str(error)) from None
+
+
 def _verify_many(
     arguments: Sequence[str],
     options: VerifyOptions,
@@ -918,14 +930,7 @@ def _verify_many(
     with _progress(showing) as progress_for:
         say = progress_for("verify")
         if spark:  # started here to be seen starting; the engine's spark_session() reuses it
-            from spark_checks.spark_session import spark_session
-
-            spark_session(
-                options.master,
-                history_bytes=sum(_size(path) for path in paths),
-                progress=say,
-                conf=spark_conf,
-            )
+            _started_spark(options.master, paths, say, spark_conf)
         outcomes = verify_files(
             paths,
             options,

@@ -23,10 +23,12 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping
+from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -135,6 +137,69 @@ load 6-7): the JVM 6.5-6.9 CPU-s against 7.3-8.4 without both; the CALLS shuffle
 # ~25 s) and be shared safely between runs (JDK 19's `-XX:+AutoCreateSharedArchive` does it all).
 
 
+class SparkStartError(RuntimeError):
+    """Spark's JVM exited before its session existed: a setting it refused (`--conf`), no
+    Java, too little memory. Its own message is on stderr already."""
+
+
+INCUBATOR_WARNING = b"WARNING: Using incubator modules:"
+"""What Java 17+ prints on its stderr at every start of a JVM given an incubator module: Spark's
+launcher gives every driver `--add-modules=jdk.incubator.vector` (`JavaModuleOptions`,
+SPARK-36796), and no JVM option silences the line."""
+
+
+def _start_jvm(settings: Mapping[str, str], master: str) -> None:
+    """Start Spark's JVM and its SparkContext as `SparkSession.builder.getOrCreate` would, but
+    with the JVM's stderr (and its Python workers') a pipe that a thread copies to this
+    process's stderr for the JVM's life, without `INCUBATOR_WARNING`'s line (pyspark's
+    `launch_gateway(popen_kwargs=...)`, its hook for capturing the JVM's output). A JVM that
+    exits at once (a setting it refuses, no Java): `SparkStartError`, after its message."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    read, write = os.pipe()
+    copier = threading.Thread(target=_copy_without_warning, args=(read,), daemon=True)
+    copier.start()
+    conf = SparkConf().setAll(list(settings.items()))
+    try:
+        gateway = launch_gateway(conf, popen_kwargs={"stderr": write})  # type: ignore[no-untyped-call]
+    except Exception as error:
+        if getattr(error, "getCondition", lambda: None)() != "JAVA_GATEWAY_EXITED":
+            raise
+        gateway = None
+    finally:
+        os.close(write)  # the JVM holds its own end
+    if gateway is None:
+        copier.join(timeout=10)  # the JVM's own message first
+        raise SparkStartError(
+            f"Spark did not start: its JVM exited (its message is above); check the --conf settings"
+            f" and --master {master}, and that Java 17 or later runs (`java -version`)"
+        )
+    SparkContext(conf=conf, gateway=gateway)
+
+
+def _copy_without_warning(read: int, fd: int = 2) -> None:
+    """What the JVM writes to `read`, to `fd` (this process's stderr, whatever it is then):
+    whole lines but the warning's, and a partial line at once unless it may still become it."""
+    pending = b""
+    while chunk := os.read(read, 65536):
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        shown = b"".join(line + b"\n" for line in lines if not line.startswith(INCUBATOR_WARNING))
+        if not INCUBATOR_WARNING.startswith(pending[: len(INCUBATOR_WARNING)]):
+            shown, pending = shown + pending, b""
+        _show(shown, fd)
+    _show(pending, fd)
+    os.close(read)
+
+
+def _show(data: bytes, fd: int = 2) -> None:
+    view = memoryview(data)
+    with suppress(OSError):  # a closed stderr: nothing to show it on
+        while view:
+            view = view[os.write(fd, view) :]
+
+
 def driver_java_options(history_bytes: int, local: bool = False) -> str:
     """The JVM options of the driver (which runs the tasks in local mode): quiet logs, the
     compilers for jobs over `history_bytes` of histories (`LONG_JOB_BYTES`), and in local mode
@@ -171,34 +236,33 @@ def spark_session(
     from pyspark.sql import SparkSession
 
     local = (master or DEFAULT_MASTER).startswith("local")
-    java_options = driver_java_options(history_bytes, local)
-    builder = (
-        SparkSession.builder.appName(app_name)
-        .master(master or DEFAULT_MASTER)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.shuffle.partitions", "8")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.sql.execution.arrow.maxBytesPerBatch", str(ARROW_UNBOUNDED_BYTES))
-        .config("spark.driver.extraJavaOptions", java_options)
-        .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
-    )
+    settings: dict[str, Any] = {
+        "spark.app.name": app_name,
+        "spark.master": master or DEFAULT_MASTER,
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.host": "127.0.0.1",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": "8",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.execution.arrow.maxBytesPerBatch": str(ARROW_UNBOUNDED_BYTES),
+        "spark.driver.extraJavaOptions": driver_java_options(history_bytes, local),
+        "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
+    }
     if local:
-        builder = builder.config("spark.driver.memory", LOCAL_DRIVER_MEMORY)
-        for key, value in LOCAL_SETTINGS.items():
-            builder = builder.config(key, value)
-    for key, value in (conf or {}).items():
-        builder = builder.config(key, value)
+        settings["spark.driver.memory"] = LOCAL_DRIVER_MEMORY
+        settings.update(LOCAL_SETTINGS)
+    settings.update(conf or {})
     from pyspark import SparkContext
 
     starting = progress is not None and SparkContext._active_spark_context is None
     started = time.perf_counter()
     if starting and progress is not None:
         progress(f"starting Spark ({master or DEFAULT_MASTER})")
-    session = builder.getOrCreate()
+    if SparkContext._gateway is None:  # no JVM yet (a stopped session's is reused)
+        _start_jvm(settings, master or DEFAULT_MASTER)
+    session = SparkSession.builder.config(map=settings).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     if starting and progress is not None:
         progress(f"Spark started in {time.perf_counter() - started:.1f} s")
