@@ -5,7 +5,7 @@ Usage: python -m bench.verify_scale [--sizes 100000,1000000,10000000] [--formats
                                     [--shapes bench,jepsen] [--jepsen-max 1000000] [--keys N]
                                     [--scaling | --no-scaling] [--floor-runs 2] [--local-max 1000000]
                                     [--folder DIR] [--master URL] [--timeline] [--repeat 1]
-                                    [--conf KEY=VALUE ...]
+                                    [--range-bytes 16777216] [--conf KEY=VALUE ...]
 
 What it measures, for each history shape, size (operations: invocations + completions) and
 format, in one SparkSession:
@@ -28,11 +28,15 @@ format, in one SparkSession:
   `--floor-runs`), and the ratio `spark verify / floor` (issue target: <= 4);
 * `local ops/s`: the local engine's operations per second (sizes up to `--local-max`);
 * scaling (`--scaling`, the default): the largest JSON Lines history of the bench's shape
-  verified again on `local[1]` and on `local[2]` (a session each), and the speed-up (target >= 1.8);
+  verified again on `local[1]` and on `local[2]` (a session each), and the speed-up (target >= 1.8),
+  with the cores each kept busy (CPU seconds over wall seconds) and the most `local[2]` could
+  gain on 2 cores with its own CPU seconds (2 x local[1]'s wall over local[2]'s CPU: local[1]
+  already runs the JVM's compilers, collector and other threads beside its one task);
 * the job's shape in time (`--timeline`): each verification's Spark stages from Spark's own
   event log (`spark.eventLog.enabled`, written to a temporary folder): when each ran, its
   tasks, their summed and longest time, the JVM CPU seconds of its tasks' threads (`Executor
-  CPU Time`: reading, Arrow conversion, shuffles; not the Python workers'), the bytes it
+  CPU Time`: reading, Arrow conversion, shuffles; not the Python workers'; and apart, `Executor
+  Deserialize CPU Time`, each task's deserializing of its closure and plan), the bytes it
   shuffled, and how many tasks ran at each moment (`busy`: a digit per twentieth of the
   run), so an idle core, a straggler or a serial tail shows (stage 2's first task is the
   whole-history part, one task whatever the size);
@@ -40,7 +44,12 @@ format, in one SparkSession:
   compiler, the collector, Py4J's calls, threads that ended), after the session's start and a
   warm-up verification (what they cost is printed first); `--repeat N` verifies each history N
   times in the session, so the JVM's compilation, mostly paid in the first run, shows apart from
-  the steady state.
+  the steady state; each verification's clock times are printed with it, to cut a Java Flight
+  Recorder recording (`--conf spark.driver.extraJavaOptions=... -XX:StartFlightRecording=...`)
+  to one verification;
+* per-task costs (`--range-bytes N`): the engine's splits of N bytes instead of `RANGE_BYTES`, so
+  a small history makes as many tasks as a large one (10^5 operations in 200,000-byte splits:
+  385 tasks a verification, about 10^7's 490).
 
 History shapes. `bench`: the generator's defaults over 1,000 keys (polls of a few records).
 `jepsen`: shaped like Jepsen's Kafka workload over 64 keys, 20 processes (10 producers, 10
@@ -73,7 +82,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from spark_checks.engine import VerifyOptions, verify_history
+from spark_checks.engine import RANGE_BYTES, VerifyOptions, verify_history
 from spark_checks.kafka_histories import generate_history
 from spark_checks.readers import open_history, write_edn, write_jsonl, write_parquet
 from spark_checks.spark_session import spark_session
@@ -387,6 +396,7 @@ def stage_timeline(events: list[dict[str, Any]], started: float, ended: float) -
         spans.extend(ran)
         metrics = [task["Task Metrics"] for task in tasks.get(key, []) if task.get("Task Metrics")]
         jvm = sum(metric["Executor CPU Time"] for metric in metrics) / 1e9
+        deserializing = sum(metric["Executor Deserialize CPU Time"] for metric in metrics) / 1e9
         shuffled = sum(metric["Shuffle Write Metrics"]["Shuffle Bytes Written"] for metric in metrics) / 1e6
         longest = max((finish - launch for launch, finish in ran), default=0) / 1000
         in_tasks = sum(finish - launch for launch, finish in ran) / 1000
@@ -394,7 +404,8 @@ def stage_timeline(events: list[dict[str, Any]], started: float, ended: float) -
             f"    stage {info['Stage ID']:>4} {(info['Submission Time'] - begin) / 1000:6.1f}-"
             f"{(info['Completion Time'] - begin) / 1000:6.1f} s: {len(ran):>4} tasks, "
             f"{in_tasks:7.1f} s in tasks (longest {longest:.1f}), "
-            f"JVM {jvm:5.1f} CPU-s, shuffled {shuffled:6.1f} MB; {_call_site(info['Stage Name'])}"
+            f"JVM {jvm:5.1f} CPU-s (+{deserializing:.1f} deserializing), shuffled {shuffled:6.1f} MB; "
+            f"{_call_site(info['Stage Name'])}"
         )
     step = (end - begin) / TIMELINE_COLUMNS
     busy = [
@@ -465,8 +476,11 @@ def parse_and_count(spark: Any, path: Path) -> int:
     return int(row[0]) if row is not None else 0
 
 
-def verify_on(spark: Any, path: Path) -> Measured:
-    return measure(lambda: verify_history(path, VerifyOptions(engine="spark"), spark))
+def verify_on(spark: Any, path: Path, range_bytes: int = RANGE_BYTES) -> Measured:
+    """`path` verified on Spark, in splits of `range_bytes` (the engine's `RANGE_BYTES` unless
+    `--range-bytes` says otherwise: smaller splits make more tasks, so per-task costs show)."""
+    options = VerifyOptions(engine="spark", spark_range_bytes=range_bytes)
+    return measure(lambda: verify_history(path, options, spark))
 
 
 def jvm_gc_and_jit(spark: Any) -> tuple[float, float]:
@@ -528,6 +542,9 @@ def main() -> None:
         "--repeat", type=int, default=1, help="verify each history N times in the session (the JVM warm)"
     )
     parser.add_argument(
+        "--range-bytes", type=int, default=RANGE_BYTES, help="the engine's split size (per-task costs)"
+    )
+    parser.add_argument(
         "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)"
     )
     arguments = parser.parse_args()
@@ -577,7 +594,7 @@ def main() -> None:
     for shape, size, fmt in runs:
         path = files[(shape, size, fmt)]
         started, (gc_before, jit_before) = time.time(), jvm_gc_and_jit(spark)
-        measured = verify_on(spark, path)
+        measured = verify_on(spark, path, arguments.range_bytes)
         ended, (gc_after, jit_after) = time.time(), jvm_gc_and_jit(spark)
         floor = (
             fastest(arguments.floor_runs, partial(parse_and_count, spark, path))[0]
@@ -591,7 +608,7 @@ def main() -> None:
             f"JVM's GC {gc_after - gc_before:.1f} s, JIT {jit_after - jit_before:.1f} s; {load()})",
             flush=True,
         )
-        print(f"    JVM CPU-s by thread: {by_thread(measured)}", flush=True)
+        print(thread_line(measured, started, ended), flush=True)
         if events is not None:
             print("\n".join(stage_timeline(spark_events(events), started, ended)), flush=True)
 
@@ -604,7 +621,7 @@ def main() -> None:
             spark = spark_session(master, history_bytes=largest, conf=conf)
             warm_up(spark, arguments.folder)
             started = time.time()
-            scaling[master] = verify_on(spark, path)
+            scaling[master] = verify_on(spark, path, arguments.range_bytes)
             ended = time.time()
             spark.stop()
             kinds = ", ".join(f"{kind} {seconds:.1f}" for kind, seconds in scaling[master].cpu_kinds.items())
@@ -613,6 +630,7 @@ def main() -> None:
                 f"{scaling[master].cpu:.1f} CPU-s ({kinds}; {load()})",
                 flush=True,
             )
+            print(thread_line(scaling[master], started, ended), flush=True)
             if events is not None:
                 print("\n".join(stage_timeline(spark_events(events), started, ended)), flush=True)
     else:
@@ -637,7 +655,9 @@ def main() -> None:
         print(
             f"\nscaling, {scaled:,} operations (bench shape, JSON Lines): local[1] {one.wall:.1f} s "
             f"({one.cpu:.1f} CPU-s), local[2] {two.wall:.1f} s ({two.cpu:.1f} CPU-s): "
-            f"speed-up {one.wall / two.wall:.2f}x (target >= 1.8)"
+            f"speed-up {one.wall / two.wall:.2f}x (target >= 1.8); cores busy {one.cpu / one.wall:.2f} "
+            f"and {two.cpu / two.wall:.2f}, so at most {2 * one.wall / two.cpu:.2f}x on 2 cores with "
+            "local[2]'s CPU seconds (local[1]'s JVM and Python worker already run side by side)"
         )
     print(
         f"\nthe whole run: {time.perf_counter() - wall_started:.0f} s, "
@@ -649,6 +669,18 @@ def main() -> None:
     )
     if events is not None:
         shutil.rmtree(events, ignore_errors=True)
+
+
+def thread_line(measured: Measured, started: float, ended: float) -> str:
+    """The JVM's CPU seconds by kind of thread (`by_thread`) and when the verification ran (epoch
+    seconds, printed as the local clock's HH:MM:SS.mmm, as `jfr print` prints a Java Flight
+    Recorder's events: a recording taken with `--conf spark.driver.extraJavaOptions=...` can be
+    cut to one verification)."""
+    return f"    JVM CPU-s by thread: {by_thread(measured)} ({_clock(started)}-{_clock(ended)})"
+
+
+def _clock(epoch: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(epoch)) + f".{int(epoch % 1 * 1000):03d}"
 
 
 def by_thread(measured: Measured) -> str:

@@ -135,6 +135,22 @@ load 6-7): the JVM 6.5-6.9 CPU-s against 7.3-8.4 without both; the CALLS shuffle
 # verification 5.2-5.8 against 8.2-8.6 (load 5-6); not used yet: the archive (172 MB) must match
 # the JVM and the classpath, be written by a JVM that exits normally (that run took 72 s against
 # ~25 s) and be shared safely between runs (JDK 19's `-XX:+AutoCreateSharedArchive` does it all).
+# Also tried and not kept, with C2 on as at 10^7 (`bench.verify_scale --repeat 3`: 10^6 JSON
+# Lines, and 10^5 in `--range-bytes 200000` splits, 385 tasks a verification as 10^7's ~490; 2
+# sessions each interleaved with this module's settings, load 5-12; JVM CPU-s in the three
+# verifications): adaptive execution off (`spark.sql.adaptive.enabled=false`: no second job
+# materializing the cached stage 1, border rows shuffled by stage 1's own tasks, 10^7's tasks
+# ~490 -> ~330) 6.3/3.4/3.3 and 6.8/4.3/3.0 against 5.7/3.4/3.1 and 5.7/4.3/3.5, with 385
+# tasks 9.6/6.8/5.1 and 10.1/6.7/5.2 against 10.0/6.3/4.8 and 11.1/7.3/5.6: noise. Java
+# serialization kept from C2 (`-XX:CompileCommand=CompileThresholdScaling,java/io/Object*.*,100.0`:
+# six of its methods, ObjectInputStream.readObject0/readSerialData/readClassDesc and
+# ObjectOutputStream.writeObject0/writeClassDesc among them, 49-56 KB of code each for every
+# task's closure and plan, were half of C2's compile time in a session's first 10^6
+# verification, by JFR's jdk.Compilation events): C2 1.9-2.2 -> 1.1 CPU-s there, but with 385
+# tasks the tasks paid it back (first verification C2 1.85/1.98 -> 1.27/1.63, tasks 2.90/3.13 ->
+# 3.37/3.72; four verifications 20.7/23.0 against 20.9/23.3). Spark 4.3's Arrow cache
+# (`spark.sql.cache.serializer=org.apache.spark.sql.execution.columnar.ArrowCachedBatchSerializer`,
+# static): tasks 2.9 and 1.9 CPU-s in the first two verifications against 2.2-3.1 and 1.6-2.1.
 
 
 class SparkStartError(RuntimeError):

@@ -7,10 +7,11 @@ import os
 import shutil
 import subprocess
 import threading
+from typing import Any
 
 import pytest
 
-from bench.verify_scale import ENDED_THREADS, jvm_cpu_by_thread, jvm_threads
+from bench.verify_scale import ENDED_THREADS, jvm_cpu_by_thread, jvm_threads, stage_timeline
 from spark_checks.spark_session import LOCAL_GC, LOCAL_JIT, LONG_JOB_BYTES, driver_java_options
 
 
@@ -77,3 +78,39 @@ def test_the_jvm_accepts_the_options_of_a_long_local_job() -> None:
         [java, *options, "-version"], capture_output=True, text=True, timeout=60, check=False
     )
     assert ran.returncode == 0, ran.stderr
+
+
+def test_the_timeline_gives_a_stages_task_cpu_and_its_deserializing_apart() -> None:
+    # Spark's event log, as `spark.eventLog.enabled` writes it: one stage of two tasks, 1.5 s of
+    # task CPU and 0.3 s deserializing their closures (nanoseconds), from 1 s to 5 s of a 10 s run.
+    def task(launch: int, finish: int, cpu: float, deserialize: float) -> dict[str, Any]:
+        metrics = {
+            "Executor CPU Time": int(cpu * 1e9),
+            "Executor Deserialize CPU Time": int(deserialize * 1e9),
+            "Shuffle Write Metrics": {"Shuffle Bytes Written": 2_000_000},
+        }
+        return {
+            "Event": "SparkListenerTaskEnd",
+            "Stage ID": 3,
+            "Stage Attempt ID": 0,
+            "Task Info": {"Launch Time": launch, "Finish Time": finish},
+            "Task Metrics": metrics,
+        }
+
+    info = {
+        "Stage ID": 3,
+        "Stage Attempt ID": 0,
+        "Submission Time": 1_000,
+        "Completion Time": 5_000,
+        "Stage Name": "collect at /x/spark_checks/engine.py:626",
+    }
+    events: list[dict[str, Any]] = [
+        {"Event": "SparkListenerStageCompleted", "Stage Info": info},
+        task(1_000, 3_000, 1.0, 0.2),
+        task(1_000, 5_000, 0.5, 0.1),
+    ]
+    stage, busy = stage_timeline(events, started=0.0, ended=10.0)
+    assert "2 tasks" in stage and "6.0 s in tasks (longest 4.0)" in stage
+    assert "JVM   1.5 CPU-s (+0.3 deserializing)" in stage
+    assert "shuffled    4.0 MB; collect at engine.py:626" in stage
+    assert busy.endswith("a digit per 0.5 s): 00222211110000000000")
