@@ -236,22 +236,19 @@ def stage1_frame(
     frame = _parquet_frame(spark, uri, source)[0] if fmt == "parquet" else lines_frame(spark, uri, fmt)
 
     def ops(block: int, pieces: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, distributed.Op]]:
+        # The readers' own iterators: a generator here resumed an interpreted frame per operation.
         if fmt == "parquet":  # a column at a time: no Python row per operation
-            for piece in pieces:
-                yield from batch_operations(piece, cast("list[int]", piece.column("row").to_pylist()), source)
-            return
+            read = (batch_operations(piece, piece.column("row").to_pylist(), source) for piece in pieces)
+            return itertools.chain.from_iterable(read)
         first_line, first_ordinal = (1, None) if starts is None else starts[block]
         if fmt == "jsonl":
             lines = (cast("list[bytes]", piece.column("raw").to_pylist()) for piece in pieces)
-            yield from distributed.jsonl_ops(lines, source, first_line, first_ordinal)
-        else:
-            marked = (
-                zip(*(piece.column(name).to_pylist() for name in ("raw", "holds")), strict=True)
-                for piece in pieces
-            )
-            yield from distributed.edn_ops(
-                itertools.chain.from_iterable(marked), source, first_line, first_ordinal
-            )
+            return distributed.jsonl_ops(lines, source, first_line, first_ordinal)
+        marked = (
+            zip(*(piece.column(name).to_pylist() for name in ("raw", "holds")), strict=True)
+            for piece in pieces
+        )
+        return distributed.edn_ops(itertools.chain.from_iterable(marked), source, first_line, first_ordinal)
 
     def rows(batches: Iterator[pa.RecordBatch]) -> Iterator[distributed.Row]:
         for block, pieces in ((0, batches),) if fmt == "parquet" else _by_split(batches):  # Parquet: rows

@@ -176,3 +176,23 @@ def test_random_batches_read_as_row_by_row(data: st.DataObject) -> None:
     )
     rows = list(range(size))
     assert by_columns(batch, rows) == row_by_row(batch, rows)
+
+
+@pytest.mark.parametrize("text", ["NaN", "[1,", "1e400"])
+def test_a_value_orjson_refuses_sends_its_row_and_the_rest_row_by_row(
+    monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    batch = usual_batch(value=[USUAL["value"][0], USUAL["value"][1], text, USUAL["value"][3]])
+    rows = [100, 101, 102, 103]
+    expected = row_by_row(batch, rows)
+    seen: list[int] = []
+    by_rows = parquet_module._row_operation
+
+    def recorded(obj: dict[str, Any], row: int, name: str) -> Any:
+        seen.append(row)
+        return by_rows(obj, row, name)
+
+    monkeypatch.setattr(parquet_module, "_row_operation", recorded)
+    assert by_columns(batch, rows) == expected
+    assert len(expected[0]) == 2  # the rows before it read, then its error
+    assert seen == [102]
