@@ -47,6 +47,7 @@ import gc
 import itertools
 import json
 import math
+import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -170,7 +171,8 @@ def dumps(value: Any) -> bytes:
 
 
 def loads(data: bytes) -> Any:
-    """The inverse of `dumps`."""
+    """The inverse of `dumps`, and of `zlib.compress(dumps(...))` (`_Sink.take`)."""
+    data = zlib.decompress(data) if data[:1] == b"x" else data  # zlib's first byte (JSON's: `[`, `J`)
     if data[:1] == _STANDARD:
         return json.loads(data[1:])
     return orjson.loads(data)
@@ -550,8 +552,9 @@ class _Sink:
     def take(self) -> Iterator[Row]:
         """The pieces gathered so far, one CALLS row per part."""
         for part, entries in self.pieces.items():
-            if entries:
-                yield CALLS, part, 0, 0, dumps(entries)
+            if entries:  # the subscriptions compressed: each bucket of stage 2 gets a copy (loads)
+                payload = dumps(entries)
+                yield CALLS, part, 0, 0, zlib.compress(payload, 1) if part == SUBSCRIPTIONS_PART else payload
                 entries.clear()
 
 
@@ -745,10 +748,8 @@ class Facts:
 
     def first_error(self) -> tuple[int, int, str, str] | None:
         """The error of the earliest position (a bad line before a value a model refuses)."""
-        if not self.errors:
-            return None
         order = {Problem.BUG: 0, Problem.ORDINALS: 1, Problem.LINE: 2, Problem.INDEX: 3, Problem.VALUE: 4}
-        return min(self.errors, key=lambda error: (order[error[2]], error[0], error[1]))
+        return min(self.errors, key=lambda error: (order[error[2]], error[0], error[1]), default=None)
 
 
 # ---------------------------------------------------------------------------------------
