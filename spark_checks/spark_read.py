@@ -376,14 +376,12 @@ def check_frame(calls: DataFrame, plan: Plan, committed: frozenset[int] | None, 
     the whole-history part alone in group 0, Spark's first task (`repartitionById`), beside the
     others), each group checked by one task call with its own copy of the assign/subscribe calls
     (every Kafka key needs them; they never pass through the driver). One answer per part."""
-    from pyspark.sql import functions as sql
-
-    every = sql.col("part") == distributed.SUBSCRIPTIONS_PART
     solo = int(plan.model == "kafka" and buckets > 1)  # the whole-history part alone in group 0
-    bucket = sql.expr(f"IF(part = '{CYCLES_PART}', 0, pmod(hash(part), {buckets - solo}) + {solo}) AS bucket")
-    copies = sql.explode(sql.sequence(sql.lit(0), sql.lit(buckets - 1))).alias("bucket")  # one per bucket
-    rows = calls.where(~every).select(bucket, "part", "payload")
-    rows = rows.unionByName(calls.where(every).select(copies, "part", "payload"))
+    bucket = f"IF(part = '{CYCLES_PART}', 0, pmod(hash(part), {buckets - solo}) + {solo})"
+    every = f"part = '{distributed.SUBSCRIPTIONS_PART}'"  # in every group: one scan, not a union of two
+    rows = calls.selectExpr(
+        f"explode(IF({every}, sequence(0, {buckets - 1}), array({bucket}))) AS bucket", "part", "payload"
+    )
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         def answers() -> Iterator[distributed.Answer]:

@@ -337,7 +337,7 @@ def test_a_jepsen_shaped_history_is_checked_alike_with_its_drain_polls_split_by_
     parts = {
         row["part"]
         for row in stage1.where(sql.col("kind") == distributed.CALLS).collect()
-        for piece in json.loads(bytes(row["payload"]))
+        for piece in distributed.loads(bytes(row["payload"]))
         if len(piece) > 8 and piece[8] == last  # a key's piece (the whole part's CallFacts have 8 fields)
     }
     assert len(parts - {"cross-key cycles"}) == 6
