@@ -147,17 +147,20 @@ T = TypeVar("T")
 
 
 def _guarded(rows: Callable[[], Iterable[T]], stage: str, bug: Callable[[str], T]) -> Iterator[T]:
-    """A task's rows, the cyclic collector off and what a reused worker holds frozen at its first
-    task (pyspark's daemon collects after each task: 0.035-0.04 -> 0.012-0.017 CPU-s a task); a
-    bug's exception becomes a row (`bug`), raised on the driver as `engine.SparkTaskError`."""
-    if not gc.get_freeze_count():
-        gc.freeze()
+    """A task's rows with the cyclic collector off, and what outlives the task in a reused
+    worker (the kept assign/subscribe context, `checking.remembered_context`; imports) frozen
+    after the task's own collection: pyspark's daemon collects after every task, and a kept
+    context of millions of objects (10^7 bench operations: about 0.17 CPU-s a collection) made
+    every later task pay for it (a second verification in a session, 10^7: 58.5 -> 76.6 Python
+    CPU-s). A bug's exception becomes a row (`bug`), raised on the driver as `engine.SparkTaskError`."""
     with distributed.no_cyclic_gc():
         try:
             yield from rows()
         except Exception as error:
             trace = "".join(traceback.format_exception(error))
             yield bug(json.dumps([type(error).__name__, str(error), stage, trace]))
+    gc.collect()  # the task's cyclic garbage, if any: young objects only
+    gc.freeze()
 
 
 def _by_split(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, Iterator[pa.RecordBatch]]]:

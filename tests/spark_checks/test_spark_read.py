@@ -11,8 +11,10 @@ HistoryError text from the Spark engine.
 
 from __future__ import annotations
 
+import gc
 import json
 import pickle
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ from spark_checks.history import Call, HistoryError, Operation, pair_calls
 from spark_checks.kafka_histories import generate_history
 from spark_checks.readers import open_history, operation_positions, write_edn, write_jsonl, write_parquet
 from spark_checks.spark_read import (
+    _guarded,
     border_frame,
     check_frame,
     count_starts,
@@ -393,3 +396,32 @@ def test_the_whole_history_part_is_checked_alone_by_the_first_task(spark: Any, t
         assert sorted(names[1:]) == sorted(
             {part for _, part, _, _, _ in rows} - {CYCLES_PART, distributed.SUBSCRIPTIONS_PART}
         )
+
+
+class _Node:
+    """An object that can be in a reference cycle and be watched (weakref)."""
+
+    def __init__(self) -> None:
+        self.other: Any = self
+
+
+def test_what_outlives_a_task_is_frozen_and_its_cyclic_garbage_collected() -> None:
+    # pyspark's daemon collects after every task of a reused worker: what stays (a kept
+    # context) must not be traversed each time, and a task's cycles must not stay forever.
+    kept: list[Any] = []
+    watched: list[weakref.ref[_Node]] = []
+
+    def rows() -> Iterator[int]:
+        kept.append([[number] for number in range(5000)])  # outlives the task
+        cycle = _Node()  # garbage after the task, freed only by a collection
+        watched.append(weakref.ref(cycle))
+        yield 1
+
+    gc.unfreeze()
+    try:
+        assert list(_guarded(rows, "a stage", lambda described: 0)) == [1]
+        assert watched[0]() is None  # collected, not frozen
+        assert gc.get_freeze_count() > 5000
+        assert not any(tracked is kept[0] for tracked in gc.get_objects())  # frozen: no collection sees it
+    finally:
+        gc.unfreeze()
