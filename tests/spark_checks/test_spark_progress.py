@@ -79,14 +79,21 @@ def read_terminal(fd: int, process: subprocess.Popen[str], seconds: float) -> li
     return chunks
 
 
-@pytest.mark.spark
-@pytest.mark.slow
-def test_verify_shows_starting_spark_on_a_terminal_before_sparks_work(tmp_path: Path) -> None:
+def _history_for_a_command(tmp_path: Path, calls: int) -> Path:
+    """A small Kafka history for a `kafkaspec verify --engine spark` command of its own (a
+    process that starts its own JVM); skips without Java or pyspark."""
     if shutil.which("java") is None:
         pytest.skip("Java is not installed")
     pytest.importorskip("pyspark")
     history = tmp_path / "kafka.jsonl"
-    write_jsonl(history, generate_history(300, 2, seed=3))
+    write_jsonl(history, generate_history(calls, 2, seed=3))
+    return history
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_verify_shows_starting_spark_on_a_terminal_before_sparks_work(tmp_path: Path) -> None:
+    history = _history_for_a_command(tmp_path, 300)
     terminal, stderr = pty.openpty()
     # A command of its own: this process's shared session would be reused, not started.
     process = subprocess.Popen(
@@ -157,11 +164,7 @@ def test_the_jvms_stderr_is_copied_without_the_incubator_warning() -> None:
 
 @pytest.mark.spark
 def test_a_jvm_that_cannot_start_is_a_usage_error_with_its_own_message(tmp_path: Path) -> None:
-    if shutil.which("java") is None:
-        pytest.skip("Java is not installed")
-    pytest.importorskip("pyspark")
-    history = tmp_path / "kafka.jsonl"
-    write_jsonl(history, generate_history(20, 2, seed=3))
+    history = _history_for_a_command(tmp_path, 20)
     refused = ["--engine", "spark", "--conf", "spark.driver.memory=12qq"]
     done = subprocess.run(
         [sys.executable, "-m", "kafkaspec.cli", "verify", str(history), *refused],
