@@ -28,7 +28,7 @@ format, in one SparkSession:
   `--floor-runs`), and the ratio `spark verify / floor` (issue target: <= 4);
 * `local ops/s`: the local engine's operations per second (sizes up to `--local-max`);
 * scaling (`--scaling`, the default): the largest JSON Lines history of the bench's shape
-  verified again on `local[1]` and on `local[2]` (a session each), and the speed-up (target >= 1.8),
+  verified again on `local[1]` and on `local[2]` (a session and a JVM each), and the speed-up (target >= 1.8),
   with the cores each kept busy (CPU seconds over wall seconds) and the most `local[2]` could
   gain on 2 cores with its own CPU seconds (2 x local[1]'s wall over local[2]'s CPU: local[1]
   already runs the JVM's compilers, collector and other threads beside its one task);
@@ -492,6 +492,26 @@ def jvm_gc_and_jit(spark: Any) -> tuple[float, float]:
     return collected / 1000, management.getCompilationMXBean().getTotalCompilationTime() / 1000
 
 
+def stop_with_its_jvm(spark: Any) -> None:
+    """Stop the session and the JVM under it, so that the next session starts a JVM of its own.
+    pyspark keeps one JVM per process across sessions: the scaling runs' two sessions shared the
+    JIT's work of the main run, which favoured the later one (`local[2]`, 10^7 JSON Lines: its
+    compilers 1.2 JVM CPU-s against `local[1]`'s 2.8; 1.78x and 1.97x that way, 1.69x with a
+    fresh JVM each). The JVM ends when its stdin closes (pyspark's `launch_gateway`)."""
+    from pyspark import SparkContext
+
+    spark.stop()
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    gateway.shutdown()
+    if gateway.proc is not None:
+        gateway.proc.stdin.close()
+        gateway.proc.wait(timeout=120)
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+
+
 def warm_up(spark: Any, folder: Path) -> None:
     """Start-up costs are not part of any measurement: the first job's, and the Python workers'
     (started, importing kafkaspec, on the first verification)."""
@@ -615,15 +635,15 @@ def main() -> None:
     scaling: dict[str, Measured] = {}
     scaled = max((size for shape, size, fmt in runs if shape == "bench" and fmt == "jsonl"), default=None)
     if arguments.scaling and scaled is not None and arguments.master is None:
-        spark.stop()
+        stop_with_its_jvm(spark)
         path = files[("bench", scaled, "jsonl")]
         for master in ("local[1]", "local[2]"):
-            spark = spark_session(master, history_bytes=largest, conf=conf)
+            spark = spark_session(master, history_bytes=largest, conf=conf)  # a JVM of its own
             warm_up(spark, arguments.folder)
             started = time.time()
             scaling[master] = verify_on(spark, path, arguments.range_bytes)
             ended = time.time()
-            spark.stop()
+            stop_with_its_jvm(spark)
             kinds = ", ".join(f"{kind} {seconds:.1f}" for kind, seconds in scaling[master].cpu_kinds.items())
             print(
                 f"  {master} jsonl {scaled:,}: {scaling[master].wall:.1f} s, "
