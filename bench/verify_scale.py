@@ -85,7 +85,7 @@ from typing import Any, TypeVar
 from spark_checks.engine import RANGE_BYTES, VerifyOptions, verify_history
 from spark_checks.kafka_histories import generate_history
 from spark_checks.readers import open_history, write_edn, write_jsonl, write_parquet
-from spark_checks.spark_session import spark_session
+from spark_checks.spark_session import spark_session, stop_with_its_jvm
 from spec import _compiled
 
 T = TypeVar("T")
@@ -492,26 +492,6 @@ def jvm_gc_and_jit(spark: Any) -> tuple[float, float]:
     return collected / 1000, management.getCompilationMXBean().getTotalCompilationTime() / 1000
 
 
-def stop_with_its_jvm(spark: Any) -> None:
-    """Stop the session and the JVM under it, so that the next session starts a JVM of its own.
-    pyspark keeps one JVM per process across sessions: the scaling runs' two sessions shared the
-    JIT's work of the main run, which favoured the later one (`local[2]`, 10^7 JSON Lines: its
-    compilers 1.2 JVM CPU-s against `local[1]`'s 2.8; 1.78x and 1.97x that way, 1.69x with a
-    fresh JVM each). The JVM ends when its stdin closes (pyspark's `launch_gateway`)."""
-    from pyspark import SparkContext
-
-    spark.stop()
-    gateway = SparkContext._gateway
-    if gateway is None:
-        return
-    gateway.shutdown()
-    if gateway.proc is not None:
-        gateway.proc.stdin.close()
-        gateway.proc.wait(timeout=120)
-    SparkContext._gateway = None
-    SparkContext._jvm = None
-
-
 def warm_up(spark: Any, folder: Path) -> None:
     """Start-up costs are not part of any measurement: the first job's, and the Python workers'
     (started, importing kafkaspec, on the first verification)."""
@@ -635,7 +615,7 @@ def main() -> None:
     scaling: dict[str, Measured] = {}
     scaled = max((size for shape, size, fmt in runs if shape == "bench" and fmt == "jsonl"), default=None)
     if arguments.scaling and scaled is not None and arguments.master is None:
-        stop_with_its_jvm(spark)
+        stop_with_its_jvm(spark)  # the scaling runs' sessions: a JVM each, none warmed by the main run
         path = files[("bench", scaled, "jsonl")]
         for master in ("local[1]", "local[2]"):
             spark = spark_session(master, history_bytes=largest, conf=conf)  # a JVM of its own
