@@ -619,7 +619,8 @@ def draw_session(
 
 def draw_progress(draw: Pick, group_id: GroupId, group: ClassicGroup, value: int) -> Command:
     """The request a well-behaved member would send next, so the group moves through whole
-    rebalances: an empty group gets a new member (or the pending one joins), a rebalancing
+    rebalances: an empty group gets a new member (or the pending one joins; or, if it holds
+    offsets, a time in four they expire), a rebalancing
     group the JoinGroup of a member that has not rejoined (or, when all have, the rebalance
     timer), a CompletingRebalance group the leader's SyncGroup, a Stable group the SyncGroups
     still due, then heartbeats, commits under the current generation, a new member or a
@@ -635,6 +636,8 @@ def draw_progress(draw: Pick, group_id: GroupId, group: ClassicGroup, value: int
             JoinGroupRequest(member_id, None, CONSUMER_PROTOCOL_TYPE, protocols),
             draw(INDEX) % CLIENTS,
         )
+    if state is coordinator_spec.EMPTY and group.offsets and draw(INDEX) % 4 == 3:
+        return ExpireOffsets(group_id)  # the group stayed empty for `offsets.retention.minutes`
     if not group.members or (state is coordinator_spec.STABLE and draw(INDEX) % 8 == 7):
         protocols = group.members[0].protocols if group.members else _protocols(draw, group.generation)
         require_known = draw(INDEX) % 2 == 0
