@@ -498,19 +498,23 @@ def whole_by_keys(plan: Plan, results: list[CheckResult]) -> tuple[list[CheckRes
     return [whole if result is lean else result for result in results], False
 
 
-def check_whole_facts(plan: Plan, calls: Sequence[Call | kafka_checker.CallFacts | list[Any]]) -> CheckResult:
+def check_whole_facts(
+    plan: Plan, windows: Sequence[Any], decode: Callable[[Any], list[list[Any]]]
+) -> CheckResult:
     """The whole-history part on the per-key route (`_by_keys`, required) from its data calls'
-    facts as stage 1 ships them (`kafka_checker.facts_fields`; or from the calls or their
-    `CallFacts`): its `HistoryFacts` in the evidence (`WHOLE_FACTS`); the rest comes from the
-    keys' facts (`whole_by_keys`), and the verdict waits for them."""
+    facts as stage 1 ships them (`kafka_checker.facts_fields`), in windows (stage 1's CALLS
+    payloads) that `decode` gives (`loads`; `facts_lists` of calls): its `HistoryFacts` in the
+    evidence (`WHOLE_FACTS`); the rest comes from the keys' facts (`whole_by_keys`), and the
+    verdict waits for them."""
     started = time.perf_counter()
-    late = _not_checked(plan, CYCLES_PART, calls)
-    if late is not None:
-        return late
     context = plan.kafka or KafkaContext()
+    if time.time() >= plan.budget.deadline:  # not checked: its calls counted
+        late = _not_checked(plan, CYCLES_PART, [row for window in windows for row in decode(window)])
+        if late is not None:
+            return late
     assert _by_keys(plan, context), "the whole-history part's facts serve the per-key route only"
     options = kafka_options(plan, context)
-    history = kafka_checker.history_facts([*calls, *context.subscriptions])
+    history = kafka_checker.history_facts_of_windows(windows, decode, context.subscriptions)
     facts = [list(options.sub_via or ()), options.inferred(), *cast("list[JsonValue]", history.to_json())]
     conventions = kafka_checker.unchecked_conventions(options.sub_via)
     evidence: dict[str, JsonValue] = {WHOLE_FACTS: facts}
@@ -520,6 +524,11 @@ def check_whole_facts(plan: Plan, calls: Sequence[Call | kafka_checker.CallFacts
     )
 
 
+def facts_lists(calls: Sequence[Call | kafka_checker.CallFacts | list[Any]]) -> list[list[Any]]:
+    """The facts lists of data calls (or of their `CallFacts`, or the lists themselves)."""
+    return [call if isinstance(call, list) else kafka_checker.call_facts_fields(call) for call in calls]
+
+
 def _check_cycles(plan: Plan, calls: Sequence[Call]) -> CheckResult:
     """What needs the whole Kafka history (`kafka_checker.check_kafka_whole`): the other
     anomaly types are reported by the per-key parts. The part holds every data call, so it
@@ -527,7 +536,7 @@ def _check_cycles(plan: Plan, calls: Sequence[Call]) -> CheckResult:
     context = plan.kafka or KafkaContext()
     options = kafka_options(plan, context)
     if _by_keys(plan, context):
-        return check_whole_facts(plan, calls)
+        return check_whole_facts(plan, [calls], facts_lists)
     whole = kafka_checker.check_kafka_whole(
         [*calls, *context.subscriptions],
         sub_via=options.sub_via,

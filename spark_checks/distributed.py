@@ -853,8 +853,7 @@ def _check_part(
     """Check one part from its CALLS payloads (here or in a worker process)."""
     plan, context, committed = shared
     if part == CYCLES_PART and not plan.ships_whole_calls():  # its calls' facts lists alone (`facts_fields`)
-        facts = [fields for payload in payloads for fields in loads(payload)]
-        return Answer(part, check_whole_facts(plan, facts))
+        return Answer(part, check_whole_facts(plan, payloads, loads))  # read window by window
     calls, several = decode_part(payloads)
     if plan.model == "kafka" and committed is None and part != CYCLES_PART:
         result, own = check_key_deciding_commits(plan, context, part, calls)

@@ -2541,13 +2541,9 @@ def _lag_record(
 def realtime_lag_summary(calls: Iterable[Call]) -> dict[str, JsonValue]:
     """`lag_summary(realtime_lags(calls))` without listing every (poll, key) lag, which is
     polls x assigned keys: for a fixed offset a process's lag on a key only grows with its
-    polls' times, so each stretch of polls at one offset is measured at its last poll."""
-    named: dict[tuple[Any, ...], frozenset[Key]] = {}
-    sequence: list[list[Any] | _Assignment] = [
-        _Assignment(call, _named_keys(call, named)) if call.f in SUBSCRIPTION_FUNCTIONS else _facts_row(call)
-        for call in calls
-    ]
-    return _lag_summary_of(*_split_in_order(sequence))
+    polls' times, so each stretch of polls at one offset is measured at its last poll
+    (`history_facts`)."""
+    return history_facts(calls).realtime_lag
 
 
 def _facts_row(call: Call | CallFacts) -> list[Any]:
@@ -2573,19 +2569,6 @@ def _row_order(row: list[Any]) -> Any:
     return completed if completed is not None else _LAST + row[2]
 
 
-def _in_order(rows: list[list[Any]]) -> list[list[Any]]:
-    """`rows` sorted by `_row_order` (stable), in place; checked in one pass first, as they
-    mostly come in order (stage 1 reads the history in order)."""
-    previous: Any = None
-    for row in rows:
-        order = _row_order(row)
-        if previous is not None and order < previous:
-            rows.sort(key=_row_order)
-            break
-        previous = order
-    return rows
-
-
 class _Assignment:
     """An assign/subscribe call as realtime lag reads it: its process, whether it is `ok`,
     its `_order`, times, and the keys it names (`_named_keys`; none for a subscribe, which
@@ -2607,36 +2590,83 @@ def _assignment_order(assignment: _Assignment) -> int:
     return assignment.order
 
 
-def _item_order(item: list[Any] | _Assignment) -> Any:
-    return item.order if isinstance(item, _Assignment) else _row_order(item)
+class _OrderedFacts:
+    """A whole-history part's facts lists in completion order (`_row_order`), read from its
+    windows (`decode` gives each window's lists; stage 1 ships a window per split every
+    `distributed.WINDOW_CALLS` calls) without holding them all: `chain`, the windows that are
+    each in order and follow one another (a split's calls), decoded one at a time, merged with
+    `stragglers`, the sorted lists of the other windows (the calls paired across splits, few).
+    `rows()` places each of `assignments` (in completion order) as it goes, after the lists of
+    an order not above its own (`rows_before`); it may be called again.
 
+    Why not every list at once: at 10^7 bench operations the part's 5 x 10^6 lists took 1.9 GB,
+    and first touches of fresh memory cost the Spark task as much as the part's own work. The
+    part's Spark task at 10^7 (`resource.getrusage` in it, load 1-2): 14.8 -> 9.6 s, user 6.5
+    -> 6.7 CPU-s, system 8.0 -> 2.7 (page faults 868 K -> 360 K, peak RSS 4.1 -> 2.2 GB); the
+    verification (`bench.verify_scale`, 10^7 JSON Lines) 45.8 -> 39.9 and 38.6 s, its stage 2
+    18.3 -> 12.6 and 14.2 s. In one process, where faults cost less, the same 8.0 CPU-s both
+    ways (user 6.2-6.5 -> 7.3-7.5: the windows are decoded twice)."""
 
-def _split_in_order(sequence: list[list[Any] | _Assignment]) -> tuple[list[list[Any]], list[_Assignment]]:
-    """Facts lists and assignments, each in completion order, of `sequence` sorted by `_order`
-    (stable: of equal orders, the one first in `sequence` first), each assignment placed by
-    `rows_before`."""
-    rows: list[list[Any]] = []
-    assignments: list[_Assignment] = []
-    for item in sorted(sequence, key=_item_order):
-        if isinstance(item, _Assignment):
-            item.rows_before = len(rows)
-            assignments.append(item)
-        else:
-            rows.append(item)
-    return rows, assignments
+    __slots__ = ("assignments", "chain", "decode", "stragglers", "windows")
 
+    def __init__(
+        self,
+        windows: Sequence[Any],
+        decode: Callable[[Any], list[list[Any]]],
+        chain: list[int],
+        stragglers: list[list[Any]],
+        assignments: list[_Assignment],
+    ) -> None:
+        self.windows = windows
+        self.decode = decode
+        self.chain = chain
+        self.stragglers = stragglers
+        self.assignments = assignments
 
-def _placed_after(rows: list[list[Any]], assignments: list[_Assignment]) -> list[_Assignment]:
-    """`assignments` in completion order (stable), each placed after the facts lists (`rows`,
-    in completion order) of an order not above its own: `_split_in_order` of the rows
-    followed by the assignments, without sorting the rows again."""
-    placed = sorted(assignments, key=_assignment_order)
-    index = 0
-    for assignment in placed:
-        while index < len(rows) and _row_order(rows[index]) <= assignment.order:
+    def rows(self) -> Iterator[list[Any]]:
+        """The lists in completion order (of equal orders, a chain window's first), each
+        assignment placed before the first list of a greater order."""
+        stragglers = self.stragglers
+        assignments = self.assignments
+        for assignment in assignments:
+            assignment.rows_before = _UNPLACED
+        waiting = 0  # the next straggler
+        placed = 0  # the next assignment
+        index = 0
+        for window in self.chain:
+            for row in self.decode(self.windows[window]):
+                order = _row_order(row)
+                while waiting < len(stragglers) and _row_order(stragglers[waiting]) < order:
+                    placed = _place(assignments, placed, _row_order(stragglers[waiting]), index)
+                    yield stragglers[waiting]
+                    waiting += 1
+                    index += 1
+                placed = _place(assignments, placed, order, index)
+                yield row
+                index += 1
+        while waiting < len(stragglers):
+            placed = _place(assignments, placed, _row_order(stragglers[waiting]), index)
+            yield stragglers[waiting]
+            waiting += 1
             index += 1
-        assignment.rows_before = index
+        for assignment in assignments[placed:]:
+            assignment.rows_before = index
+
+
+_UNPLACED: Final = sys.maxsize
+"""`_Assignment.rows_before` until `_OrderedFacts.rows` reaches it."""
+
+
+def _place(assignments: list[_Assignment], placed: int, order: Any, index: int) -> int:
+    """Place the assignments of an order below `order` before the list at `index`."""
+    while placed < len(assignments) and assignments[placed].order < order:
+        assignments[placed].rows_before = index
+        placed += 1
     return placed
+
+
+def _same(rows: list[list[Any]]) -> list[list[Any]]:
+    return rows
 
 
 def _named_keys(call: Call | CallFacts, known: dict[tuple[Any, ...], frozenset[Key]]) -> frozenset[Key]:
@@ -2673,7 +2703,7 @@ def _names_of(value: JsonValue, known: dict[tuple[Any, ...], frozenset[Key]]) ->
     return named
 
 
-def _expired_of_rows(rows: list[list[Any]], assignments: list[_Assignment]) -> dict[Key, list[int]]:
+def _expired_of_rows(rows: Iterable[list[Any]], assignments: list[_Assignment]) -> dict[Key, list[int]]:
     """`_expired_times` of facts lists in completion order and of assignments (which show no
     offset: a key an assign names that completed is listed, with no time). Times and offsets
     are ints here (the readers take no other time; a key's offsets are checked where the
@@ -2682,19 +2712,8 @@ def _expired_of_rows(rows: list[list[Any]], assignments: list[_Assignment]) -> d
     expired: dict[Key, list[int]] = {}
     for row in rows:
         time_done: int | None = row[5]
-        if time_done is None:
-            continue
-        for i in range(_FACTS_OFFSETS, len(row), 2):
-            key = row[i]
-            known: int = row[i + 1]
-            times = expired.get(key)
-            if times is None:
-                times = expired[key] = []
-            if known >= len(times):
-                if known == len(times):
-                    times.append(time_done)
-                else:
-                    times.extend(itertools.repeat(time_done, known + 1 - len(times)))
+        if time_done is not None:
+            _note_offsets(expired, row, time_done)
     listed: set[frozenset[Key]] = set()
     for assignment in assignments:
         if assignment.complete_time is not None and assignment.named not in listed:
@@ -2703,6 +2722,29 @@ def _expired_of_rows(rows: list[list[Any]], assignments: list[_Assignment]) -> d
                 if key not in expired:
                     expired[key] = []
     return expired
+
+
+def _note_offsets(expired: dict[Key, list[int]], row: list[Any], time_done: int) -> None:
+    """`_expired_times`' step for one facts list that completed at `time_done`."""
+    for i in range(_FACTS_OFFSETS, len(row), 2):
+        key = row[i]
+        known: int = row[i + 1]
+        times = expired.get(key)
+        if times is None:
+            times = expired[key] = []
+        if known >= len(times):
+            if known == len(times):
+                times.append(time_done)
+            else:
+                times.extend(itertools.repeat(time_done, known + 1 - len(times)))
+
+
+def _known_times(expired: dict[Key, list[int]], key: Key) -> list[int]:
+    """The key's `_expired_times` list, made empty if it has none yet (it grows in place)."""
+    times = expired.get(key)
+    if times is None:
+        times = expired[key] = []
+    return times
 
 
 class _KeyLag:
@@ -2785,10 +2827,10 @@ class _WorstLag:
             self.key = key
 
 
-def _lag_summary_of(rows: list[list[Any]], assignments: list[_Assignment]) -> dict[str, JsonValue]:
+def _lag_summary_of(ordered: _OrderedFacts) -> dict[str, JsonValue]:
     """`realtime_lag_summary` of facts lists (`facts_fields`; `_OTHER_KIND` for calls of other
     functions) and of assign/subscribe calls, each in completion order, each assignment
-    taken after its `rows_before` facts lists.
+    taken after its `rows_before` facts lists (`_OrderedFacts.rows`).
 
     Per (process, key) one `_KeyLag`, found by one dict lookup per key a poll shows; the
     stretches an assign ends are measured there and then, a process's stretches still open
@@ -2799,20 +2841,70 @@ def _lag_summary_of(rows: list[list[Any]], assignments: list[_Assignment]) -> di
     Its times, offsets and lags typed `int` (`_KeyLag`, `_WorstLag`, `_expired_of_rows`:
     compiled, machine integers, not generic comparisons and arithmetic), with `_least_listed`
     and `_names_of`: the whole part at 10^6, compiled, callgrind, 5,845 -> 4,361 M
-    instructions; one process, load 3-4, 10^6 1.11-1.15 -> 0.91-0.92 CPU-s, 10^7 11.4 -> 8.9."""
-    if any(row[4] is None for row in rows) or any(a.invoke_time is None for a in assignments):
+    instructions; one process, load 3-4, 10^6 1.11-1.15 -> 0.91-0.92 CPU-s, 10^7 11.4 -> 8.9.
+
+    One pass over the lists: each key's `_expired_times` list grows as they come
+    (`_walk_lags`), which gives the lags of a walk over the finished lists whenever completion
+    times never fall along completion order and no `ok` call completed before it was invoked
+    (a stretch is measured at its last poll P against the time the next offset was known: a
+    call completing later than P that shows it completed no earlier than P was invoked, a lag
+    of 0 both ways). A history whose times do otherwise gets the finished lists first."""
+    if any(assignment.invoke_time is None for assignment in ordered.assignments):
         return _NO_LAG
-    expired = _expired_of_rows(rows, assignments)
-    processes: dict[Process, _ProcessLag] = {}  # in the order they first complete an ok call
-    worst = _WorstLag()
-    first_lag: Record | None = None  # the first (poll, key) lag, Jepsen's worst when all are 0
+    walk = _walk_lags(ordered, None)
+    if walk is None:  # times out of completion order: every key's list first
+        walk = _walk_lags(ordered, _expired_of_rows(ordered.rows(), ordered.assignments))
+    if walk is None or walk.timeless:
+        return _NO_LAG
+    return _lag_report(walk)
+
+
+class _LagWalk:
+    """What `_walk_lags` found: each process's keys, the worst lag, the first (poll, key) lag
+    (Jepsen's worst when all are 0), or that a call has no time (`timeless`)."""
+
+    __slots__ = ("first_lag", "processes", "timeless", "worst")
+
+    def __init__(self) -> None:
+        self.processes: dict[Process, _ProcessLag] = {}  # in the order they first complete an ok call
+        self.worst = _WorstLag()
+        self.first_lag: Record | None = None
+        self.timeless = False
+
+
+def _walk_lags(ordered: _OrderedFacts, expired: dict[Key, list[int]] | None) -> _LagWalk | None:
+    """The walk of `_lag_summary_of` with every key's finished `_expired_times` list
+    (`expired`), or, with None, the lists grown as the facts lists come: None then if a
+    completion time falls along completion order or an `ok` call completed before it was
+    invoked (or has no completion time)."""
+    walk = _LagWalk()
+    growing = expired is None
+    known: dict[Key, list[int]] = {} if expired is None else expired
+    processes = walk.processes
+    worst = walk.worst
+    assignments = ordered.assignments
     pending = len(assignments)
     at = 0
-    for index, row in enumerate(rows):
+    last_done = -sys.maxsize
+    for index, row in enumerate(ordered.rows()):
         while at < pending and assignments[at].rows_before <= index:
-            _apply_assignment(assignments[at], processes, expired, worst)
+            _apply_assignment(assignments[at], processes, known, worst)
             at += 1
+        started: int | None = row[4]
+        if started is None:
+            walk.timeless = True
+            return walk
         kind: int = row[1]
+        if growing:
+            done: int | None = row[5]
+            if done is None:
+                if kind % 3 == 0:
+                    return None
+            else:
+                if done < last_done or (kind % 3 == 0 and started > done):
+                    return None
+                last_done = done
+                _note_offsets(known, row, done)
         if kind % 3:  # not ok
             continue
         process = row[0]
@@ -2834,7 +2926,7 @@ def _lag_summary_of(rows: list[list[Any]], assignments: list[_Assignment]) -> di
                     lag_of.offset = seen
                     lag_of.first = now
                 else:
-                    lag_of = _KeyLag(expired.get(key), seen, now)
+                    lag_of = _KeyLag(_known_times(known, key), seen, now)
                 held[key] = lag_of
             elif seen > lag_of.offset:
                 if now > lag_of.first:  # polls at the old offset, the last one just before this
@@ -2842,16 +2934,24 @@ def _lag_summary_of(rows: list[list[Any]], assignments: list[_Assignment]) -> di
                 lag_of.offset = seen
                 lag_of.first = now
         state.polls = now + 1
-        state.last_started = row[4]
-        if first_lag is None and held:
+        state.last_started = started
+        if walk.first_lag is None and held:
             # Which key Jepsen names here follows its map's iteration order (a hash map's, for
             # more than 8 keys): no order the history gives, so the least key, which every
             # engine agrees on however a poll's keys were split and merged.
             least = min(held, key=_key_order)
-            first_lag = {"time": row[4], "process": process, "key": least, "lag": 0}
+            walk.first_lag = {"time": started, "process": process, "key": least, "lag": 0}
     while at < pending:
-        _apply_assignment(assignments[at], processes, expired, worst)
+        _apply_assignment(assignments[at], processes, known, worst)
         at += 1
+    return walk
+
+
+def _lag_report(walk: _LagWalk) -> dict[str, JsonValue]:
+    """`_lag_summary_of`'s record of a finished walk: the stretches still open measured, the
+    greatest lags listed."""
+    processes = walk.processes
+    worst = walk.worst
     for process, state in processes.items():
         polls = state.polls
         if polls:
@@ -2878,7 +2978,7 @@ def _lag_summary_of(rows: list[list[Any]], assignments: list[_Assignment]) -> di
                         "max_lag": lag_of.max_lag,
                         "time": lag_of.max_time,
                     }
-    record: Record = first_lag if first_lag is not None else {"time": 0, "lag": 0}
+    record: Record = walk.first_lag if walk.first_lag is not None else {"time": 0, "lag": 0}
     if worst.lag:
         record = {"time": worst.time, "process": worst.process, "key": worst.key, "lag": worst.lag}
     return _lag_record(record, by, len(lags))
@@ -2906,7 +3006,7 @@ def _least_listed(lags: list[int]) -> int:
 def _apply_assignment(
     assignment: _Assignment,
     processes: dict[Process, _ProcessLag],
-    expired: dict[Key, list[Any]],
+    expired: dict[Key, list[int]],
     worst: _WorstLag,
 ) -> None:
     """An assign/subscribe in `_lag_summary_of`: an `ok` one ends the stretches of the keys
@@ -2936,7 +3036,7 @@ def _apply_assignment(
             lag_of.offset = -1
             lag_of.first = polls
         else:
-            lag_of = _KeyLag(expired.get(key), -1, polls)
+            lag_of = _KeyLag(_known_times(expired, key), -1, polls)
         held[key] = lag_of
     state.named = named
 
@@ -3131,69 +3231,138 @@ def _sole_reader(key: Key, collected: _Collected, state: _KeyState) -> tuple[int
 def history_facts(calls: Iterable[Call | CallFacts | list[Any]]) -> HistoryFacts:
     """`HistoryFacts` of a history's data and assign/subscribe calls, of their `CallFacts`, or
     of their facts lists as stage 1 ships a data call to the whole-history part
-    (`facts_fields`): realtime lag over the same calls in the same order as
-    `check_kafka_whole` (the assign/subscribe calls of processes that made no other call,
-    and failed ones, left out: they change no lag)."""
+    (`facts_fields`), in any order: `history_facts_of_windows` of them as one window."""
     rows: list[list[Any]] = []
     subscriptions: list[Call | CallFacts] = []
-    rows_before: list[int] = []  # per subscription, the other calls before it as given
     for call in calls:
         if isinstance(call, list):
             rows.append(call)
         elif call.f in SUBSCRIPTION_FUNCTIONS:
             subscriptions.append(call)
-            rows_before.append(len(rows))
         else:
             rows.append(_facts_row(call))
-    operations = len(rows) + len(subscriptions)
-    active = {row[0] for row in rows}
+    return history_facts_of_windows([rows], _same, subscriptions)
+
+
+def history_facts_of_windows(
+    windows: Sequence[Any],
+    decode: Callable[[Any], list[list[Any]]],
+    subscriptions: Sequence[Call | CallFacts],
+) -> HistoryFacts:
+    """`HistoryFacts` of a history's calls other than assign/subscribe, as facts lists in
+    `windows` (`decode` gives a window's lists; a stage 1 CALLS payload, or a list of them),
+    and of its assign/subscribe calls: realtime lag over the calls in completion order, as
+    `check_kafka_whole` measures it (the assign/subscribe calls of processes that made no
+    other call, and failed ones, left out: they change no lag). The windows are read twice,
+    one at a time (`_OrderedFacts`): first for what needs no order and each window's span of
+    completion orders, then in completion order for realtime lag."""
+    chain, stragglers, counts = _survey_windows(windows, decode)
     named: dict[tuple[Any, ...], frozenset[Key]] = {}
     live = [
-        (before, _Assignment(call, _named_keys(call, named)))
-        for before, call in zip(rows_before, subscriptions, strict=True)
-        if call.outcome is not _FAIL and call.process in active
+        _Assignment(call, _named_keys(call, named))
+        for call in subscriptions
+        if call.outcome is not _FAIL and call.process in counts.processes
     ]
-    if rows_before and rows_before[0] < len(rows):  # mixed as given: sorted whole, stably
-        sequence: list[list[Any] | _Assignment] = []
-        start = 0
-        for before, assignment in live:
-            sequence.extend(rows[start:before])
-            sequence.append(assignment)
-            start = before
-        sequence.extend(rows[start:])
-        rows, assignments = _split_in_order(sequence)
-    else:  # stage 1's lists, then the assign/subscribe calls (`check_whole_facts`)
-        rows = _in_order(rows)
-        assignments = _placed_after(rows, [assignment for _, assignment in live])
-    data = 0
-    first_done: Any = None  # the least completion index of an ok data call
-    last_invoked: Any = None  # the greatest invocation index of a data call
-    last: Any = None  # the invocation index of the last ok data call
-    transactions = False
-    for row in rows:
-        kind: int = row[1]
-        if kind >= _OTHER_KIND:
-            continue
-        data += 1
-        invoked = row[2]
-        if last_invoked is None or invoked > last_invoked:
-            last_invoked = invoked
-        if kind >= _TXN_OK:
-            transactions = True
-        if kind % 3 == 0:
-            last = invoked
-            completed = row[3]
-            if completed is not None and (first_done is None or completed < first_done):
-                first_done = completed
+    live.sort(key=_assignment_order)
+    ordered = _OrderedFacts(windows, decode, chain, stragglers, live)
     return HistoryFacts(
-        operations,
+        counts.rows + len(subscriptions),
         frozenset(call.f for call in subscriptions),
-        data,
-        first_done is not None and last_invoked > first_done,  # Elle's realtime edge, as `_realtime_edge`
-        last,
-        transactions,
-        _lag_summary_of(rows, assignments),
+        counts.data,
+        counts.first_done is not None and counts.last_invoked > counts.first_done,  # Elle's realtime edge
+        counts.last,
+        counts.transactions,
+        _lag_summary_of(ordered),
     )
+
+
+class _WindowCounts:
+    """What `_survey_windows` counts, in any order: the facts lists, their processes, the data
+    calls, the least completion index of an `ok` data call, the greatest invocation index of a
+    data call, the invocation index of the last `ok` data call (in completion order), whether
+    any is a transaction."""
+
+    __slots__ = (
+        "data",
+        "first_done",
+        "last",
+        "last_invoked",
+        "last_order",
+        "processes",
+        "rows",
+        "transactions",
+    )
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.processes: set[Process] = set()
+        self.data = 0
+        self.first_done: Any = None
+        self.last_invoked: Any = None
+        self.last: Any = None
+        self.last_order: Any = None
+        self.transactions = False
+
+
+def _survey_windows(
+    windows: Sequence[Any], decode: Callable[[Any], list[list[Any]]]
+) -> tuple[list[int], list[list[Any]], _WindowCounts]:
+    """One read of the windows: their `_WindowCounts`, the chain (the windows each in
+    completion order, by their first list's order, each after the last one's lists) and the
+    other windows' lists, sorted (stably: of equal orders, the one read first)."""
+    counts = _WindowCounts()
+    spans: list[tuple[Any, Any, int]] = []  # first and last order of a window in order, its number
+    others: list[int] = []
+    for number, window in enumerate(windows):
+        rows = decode(window)
+        if not rows:
+            continue
+        previous: Any = None
+        in_order = True
+        for row in rows:
+            order = _row_order(row)
+            if previous is not None and order < previous:
+                in_order = False
+            previous = order
+            _count_row(counts, row, order)
+        if in_order:
+            spans.append((_row_order(rows[0]), previous, number))
+        else:
+            others.append(number)
+    spans.sort()
+    chain: list[int] = []
+    reached: Any = None
+    for first, last, number in spans:
+        if reached is None or first > reached:
+            chain.append(number)
+            reached = last
+        else:
+            others.append(number)
+    others.sort()
+    stragglers = [row for number in others for row in decode(windows[number])]
+    stragglers.sort(key=_row_order)
+    return chain, stragglers, counts
+
+
+def _count_row(counts: _WindowCounts, row: list[Any], order: Any) -> None:
+    counts.rows += 1
+    counts.processes.add(row[0])
+    kind: int = row[1]
+    if kind >= _OTHER_KIND:
+        return
+    counts.data += 1
+    invoked = row[2]
+    if counts.last_invoked is None or invoked > counts.last_invoked:
+        counts.last_invoked = invoked
+    if kind >= _TXN_OK:
+        counts.transactions = True
+    if kind % 3 == 0:
+        if counts.last_order is None or order >= counts.last_order:
+            counts.last_order = order
+            counts.last = invoked
+        completed = row[3]
+        if completed is not None and (counts.first_done is None or completed < counts.first_done):
+            counts.first_done = completed
 
 
 def whole_from_facts(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import Any
 
@@ -988,6 +989,36 @@ def test_history_facts_read_the_shipped_lists_in_any_order_as_the_calls() -> Non
         mixed = [*rows, *others]
         random.Random(seed).shuffle(mixed)
         assert history_facts(mixed) == expected
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 50), cuts=st.lists(st.integers(0, 400), max_size=8), order=st.randoms())
+def test_history_facts_of_windows_whatever_the_windows_and_their_order(
+    seed: int, cuts: list[int], order: Any
+) -> None:
+    # The whole-history part reads stage 1's windows one at a time (`_OrderedFacts`): cut
+    # anywhere, in any order, some out of order inside (the calls paired across splits), as
+    # JSON payloads, they give what one list of every facts list gives, lag and all.
+    from spark_checks.distributed import dumps, loads
+    from spark_checks.kafka_checker import call_facts_fields, history_facts, history_facts_of_windows
+
+    history = generate_history(200, 4, seed=seed, crash_share=0.05, fail_share=0.1, info_share=0.1)
+    calls = list(pair_calls(history))
+    data = sorted(
+        (call for call in calls if call.f in ("send", "poll", "txn")),
+        key=lambda call: (call.complete_index is None, call.complete_index or call.invoke_index),
+    )  # in completion order, as stage 1 ships a split's calls
+    rows = [call_facts_fields(call) for call in data]
+    others = [call for call in calls if call.f in ("assign", "subscribe")]
+    expected = history_facts([*rows, *others])
+    bounds = sorted({0, len(rows), *(min(cut, len(rows)) for cut in cuts)})
+    windows = [rows[start:end] for start, end in itertools.pairwise(bounds)]
+    windows[0:1] = [windows[0][::2], windows[0][1::2]]  # each in order, spans overlapping
+    for window in windows[2::3]:
+        order.shuffle(window)
+    order.shuffle(windows)
+    payloads = [dumps(window) for window in windows]
+    assert history_facts_of_windows(payloads, loads, others) == expected
 
 
 def test_shipped_rows_read_as_pieces_are_read_as_their_calls() -> None:
