@@ -283,10 +283,10 @@ def _usual_operations(
     """A usual batch's operations, each value parsed as its operation is taken (`columns`' value
     texts): parsed a batch ahead, its objects were cold by the time pairing read them (stage 1
     of the 10^6-op bench file in one process, 6 rounds: median 3.81 -> 3.23 CPU-s)."""
-    columns[4] = map(orjson.loads, columns[4])
+    fields = [*columns[:4], map(orjson.loads, columns[4]), *columns[5:]]
     done = 0
     try:
-        for operation in zip(*columns, strict=True):
+        for operation in zip(*fields, strict=True):
             yield rows[done], operation
             done += 1
     except orjson.JSONDecodeError:  # a value `_decode` may read otherwise, or refuse as the row says
