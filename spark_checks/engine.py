@@ -79,17 +79,24 @@ AUTO_SPARK_BYTES = 256 * 1024 * 1024
 
 ENGINES = ("auto", "local", "spark")
 
-RANGE_BYTES = 16 * 1024 * 1024
-"""Spark splits a history into splits of about this size for stage 1, one task each
-(`spark.sql.files.maxPartitionBytes` while the engine runs): small enough that every core
-stays busy, large enough that per-task costs do not matter."""
+RANGE_BYTES = 32 * 1024 * 1024
+"""Spark splits a JSON Lines history into splits of about this size for stage 1, one task
+each (`spark.sql.files.maxPartitionBytes` while the engine runs; other formats a share of it,
+`RANGE_SHARES`): small enough that every core stays busy, large enough that per-task costs do
+not matter. Each split ends with a CALLS row for every part it touched and its border rows,
+so splits cost with the keys: 10^7 bench operations (1,000 keys; `bench.verify_scale
+--range-bytes`, two sequences alternating the sizes, load 1.6-2.2), 16 MB splits (79 tasks)
+40.4-47.9 s and 78.8-92.8 CPU-s, 32 MB (40 tasks) 36.5-43.8 s and 71.2-85.3 CPU-s, 64 MB
+36.7-36.8 s; at 10^6 (4 splits against 8) the same within noise."""
 
-PARQUET_RANGE_SHARE = 4
-"""A Parquet history is split into ranges of a quarter of `RANGE_BYTES` (Spark splits it at
-its row groups): its bytes are compressed, 16 MB holding about 600,000 operations of the
-bench's shape against 130,000 in JSON Lines, so a 10^6-operation history made two tasks and
-a straggler (a Jepsen-shaped one, whose last rows hold the final polls: 25.5 s and 33.4 s,
-one core idle for 8 s)."""
+RANGE_SHARES: Final = {"edn": 2, "parquet": 8}
+"""The formats read in ranges of a share of `RANGE_BYTES`. EDN in 16 MB: its 10^7-operation
+bench history took 50.0-55.6 s in 16 MB splits against 53.1-63.0 s in 32 MB (its Python
+workers 97-108 against 103-123 CPU-s). Parquet in 4 MB (Spark splits it at its row groups):
+at 8 MB its 10^7 bench history took 44.9 and 46.6 s against 41.7 and 42.9 s. Parquet's bytes
+are compressed, 16 MB holding about 600,000 operations of the bench's shape against 130,000
+in JSON Lines, so a 10^6-operation history made two tasks and a straggler (a Jepsen-shaped
+one, whose last rows hold the final polls: 25.5 s and 33.4 s, one core idle for 8 s)."""
 
 BUCKET_OPERATIONS = 1_000_000
 """Stage 2 has a task per this many operations (about 128 MB of JSON Lines, 27 MB of Parquet):
@@ -578,7 +585,7 @@ def verify_spark(
     ship_to_spark(session, plan.model)  # a user's model (MODULE:CLASS): its module goes to the executors
     key = "spark.sql.files.maxPartitionBytes"
     before = session.conf.get(key, None)
-    session.conf.set(key, str(range_bytes // PARQUET_RANGE_SHARE if fmt == "parquet" else range_bytes))
+    session.conf.set(key, str(range_bytes // RANGE_SHARES.get(fmt, 1)))
     cores = session.sparkContext.defaultParallelism
     starts = functools.cache(lambda: spark_read.count_starts(session, uri, fmt))
     history = _SparkFile(session, uri, source)
