@@ -503,7 +503,7 @@ def check_whole_facts(
 ) -> CheckResult:
     """The whole-history part on the per-key route (`_by_keys`, required) from its data calls'
     facts as stage 1 ships them (`kafka_checker.facts_fields`), in windows (stage 1's CALLS
-    payloads) that `decode` gives (`loads`; `facts_lists` of calls): its `HistoryFacts` in the
+    payloads) that `decode` gives (`loads`; `kafka_checker.facts_rows` of calls): its `HistoryFacts` in the
     evidence (`WHOLE_FACTS`); the rest comes from the keys' facts (`whole_by_keys`), and the
     verdict waits for them."""
     started = time.perf_counter()
@@ -524,11 +524,6 @@ def check_whole_facts(
     )
 
 
-def facts_lists(calls: Sequence[Call | kafka_checker.CallFacts | list[Any]]) -> list[list[Any]]:
-    """The facts lists of data calls (or of their `CallFacts`, or the lists themselves)."""
-    return [call if isinstance(call, list) else kafka_checker.call_facts_fields(call) for call in calls]
-
-
 def _check_cycles(plan: Plan, calls: Sequence[Call]) -> CheckResult:
     """What needs the whole Kafka history (`kafka_checker.check_kafka_whole`): the other
     anomaly types are reported by the per-key parts. The part holds every data call, so it
@@ -536,7 +531,7 @@ def _check_cycles(plan: Plan, calls: Sequence[Call]) -> CheckResult:
     context = plan.kafka or KafkaContext()
     options = kafka_options(plan, context)
     if _by_keys(plan, context):
-        return check_whole_facts(plan, [calls], facts_lists)
+        return check_whole_facts(plan, [calls], kafka_checker.facts_rows)
     whole = kafka_checker.check_kafka_whole(
         [*calls, *context.subscriptions],
         sub_via=options.sub_via,

@@ -2665,10 +2665,6 @@ def _place(assignments: list[_Assignment], placed: int, order: Any, index: int) 
     return placed
 
 
-def _same(rows: list[list[Any]]) -> list[list[Any]]:
-    return rows
-
-
 def _named_keys(call: Call | CallFacts, known: dict[tuple[Any, ...], frozenset[Key]]) -> frozenset[Key]:
     """The keys an assign names as `call_facts` lists them (its `offsets`), as a set built key
     by key in that order (`_names_of`; `_lag_summary_of` sees a repeated assignment by
@@ -2727,11 +2723,8 @@ def _expired_of_rows(rows: Iterable[list[Any]], assignments: list[_Assignment]) 
 def _note_offsets(expired: dict[Key, list[int]], row: list[Any], time_done: int) -> None:
     """`_expired_times`' step for one facts list that completed at `time_done`."""
     for i in range(_FACTS_OFFSETS, len(row), 2):
-        key = row[i]
         known: int = row[i + 1]
-        times = expired.get(key)
-        if times is None:
-            times = expired[key] = []
+        times = _known_times(expired, row[i])
         if known >= len(times):
             if known == len(times):
                 times.append(time_done)
@@ -3232,16 +3225,20 @@ def history_facts(calls: Iterable[Call | CallFacts | list[Any]]) -> HistoryFacts
     """`HistoryFacts` of a history's data and assign/subscribe calls, of their `CallFacts`, or
     of their facts lists as stage 1 ships a data call to the whole-history part
     (`facts_fields`), in any order: `history_facts_of_windows` of them as one window."""
-    rows: list[list[Any]] = []
+    others: list[Call | CallFacts | list[Any]] = []
     subscriptions: list[Call | CallFacts] = []
     for call in calls:
-        if isinstance(call, list):
-            rows.append(call)
-        elif call.f in SUBSCRIPTION_FUNCTIONS:
+        if not isinstance(call, list) and call.f in SUBSCRIPTION_FUNCTIONS:
             subscriptions.append(call)
         else:
-            rows.append(_facts_row(call))
-    return history_facts_of_windows([rows], _same, subscriptions)
+            others.append(call)
+    return history_facts_of_windows([others], facts_rows, subscriptions)
+
+
+def facts_rows(calls: Iterable[Call | CallFacts | list[Any]]) -> list[list[Any]]:
+    """The facts lists (`facts_fields`) of calls other than assign/subscribe (or of their
+    `CallFacts`; a facts list stays as it is)."""
+    return [call if isinstance(call, list) else _facts_row(call) for call in calls]
 
 
 def history_facts_of_windows(
